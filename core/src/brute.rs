@@ -1,0 +1,309 @@
+//! Brute-force implementations of both traits: the oracle every structure is
+//! tested against, and the small-N path of the hierarchical hash grid.
+//!
+//! They use exactly the predicates the structures use
+//! ([`Point::distance_squared`], [`BoundingBox::overlaps`]), so differential
+//! tests compare sets exactly.
+
+use core::marker::PhantomData;
+
+use crate::error::{Corruption, Error, Validate, ensure};
+use crate::geom::{BoundingBox, Point};
+use crate::storage::Storage;
+use crate::traits::{BroadPhase, NeighborSearch};
+use crate::uniform::check_radius;
+
+/// All-pairs neighbour search: `O(N)` per particle query, `O(N²)` for pairs.
+///
+/// Memory: `N · size_of::<P>()` (12 bytes per particle in 3D) in `S`.
+#[derive(Clone, Debug)]
+pub struct BruteForceNeighbors<P: Point, S: Storage<P>> {
+    positions: S,
+    len: usize,
+    radius: f32,
+    _p: PhantomData<P>,
+}
+
+impl<P: Point, S: Storage<P>> BruteForceNeighbors<P, S> {
+    /// An empty instance over `positions` (its length is the capacity).
+    pub const fn new(positions: S) -> Self {
+        Self {
+            positions,
+            len: 0,
+            radius: 0.0,
+            _p: PhantomData,
+        }
+    }
+
+    /// Most particles a build accepts.
+    pub fn capacity(&self) -> usize {
+        self.positions.as_ref().len()
+    }
+
+    fn stored(&self) -> &[P] {
+        &self.positions.as_ref()[..self.len]
+    }
+}
+
+impl<P: Point, S: Storage<P>> NeighborSearch<P> for BruteForceNeighbors<P, S> {
+    fn build(&mut self, positions: &[P], radius: f32) -> Result<(), Error> {
+        check_radius(radius)?;
+        let cap = self.capacity();
+        if positions.len() > cap || positions.len() >= u32::MAX as usize {
+            return Err(Error::CapacityExceeded { capacity: cap });
+        }
+        if positions.iter().any(|p| !p.is_finite()) {
+            return Err(Error::NonFinite);
+        }
+        self.positions.as_mut()[..positions.len()].copy_from_slice(positions);
+        self.len = positions.len();
+        self.radius = radius;
+        Ok(())
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn radius(&self) -> f32 {
+        self.radius
+    }
+
+    fn position(&self, id: u32) -> Option<P> {
+        self.stored().get(id as usize).copied()
+    }
+
+    fn for_each_neighbor<F: FnMut(u32, f32)>(&self, id: u32, mut f: F) -> Result<(), Error> {
+        let pts = self.stored();
+        let p = *pts.get(id as usize).ok_or(Error::UnknownId { id })?;
+        let r2 = self.radius * self.radius;
+        for (j, q) in pts.iter().enumerate() {
+            let d2 = p.distance_squared(*q);
+            if j != id as usize && d2 < r2 {
+                f(j as u32, d2);
+            }
+        }
+        Ok(())
+    }
+
+    fn for_each_within<F: FnMut(u32, f32)>(&self, point: P, mut f: F) -> Result<(), Error> {
+        if !point.is_finite() {
+            return Err(Error::NonFinite);
+        }
+        let r2 = self.radius * self.radius;
+        for (j, q) in self.stored().iter().enumerate() {
+            let d2 = point.distance_squared(*q);
+            if d2 < r2 {
+                f(j as u32, d2);
+            }
+        }
+        Ok(())
+    }
+
+    fn for_each_pair<F: FnMut(u32, u32, f32)>(&self, mut f: F) {
+        let pts = self.stored();
+        let r2 = self.radius * self.radius;
+        for (i, p) in pts.iter().enumerate() {
+            for (j, q) in pts.iter().enumerate().skip(i + 1) {
+                let d2 = p.distance_squared(*q);
+                if d2 < r2 {
+                    f(i as u32, j as u32, d2);
+                }
+            }
+        }
+    }
+}
+
+impl<P: Point, S: Storage<P>> Validate for BruteForceNeighbors<P, S> {
+    fn validate(&self) -> Result<(), Corruption> {
+        const W: &str = "BruteForceNeighbors";
+        ensure(self.len <= self.capacity(), W, "len <= capacity")?;
+        ensure(
+            self.stored().iter().all(|p| p.is_finite()),
+            W,
+            "stored positions finite",
+        )?;
+        ensure(
+            self.len == 0 || self.radius > 0.0,
+            W,
+            "radius positive once built",
+        )
+    }
+}
+
+/// One id's slot in a [`BruteForceBroadPhase`].
+///
+/// A slot serves two arrays at once: indexed by id it holds that id's box and
+/// its position in the dense list; indexed by dense position it holds the id
+/// stored there.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct BruteSlot<B> {
+    aabb: B,
+    /// Position of this id in the dense list, or `ABSENT`.
+    dense: u32,
+    /// The id stored at this dense position.
+    id: u32,
+}
+
+const ABSENT: u32 = u32::MAX;
+
+impl<B: BoundingBox> BruteSlot<B> {
+    /// An unused slot.
+    pub const EMPTY: Self = Self {
+        aabb: B::ZERO,
+        dense: ABSENT,
+        id: 0,
+    };
+}
+
+/// All-pairs broad phase: `O(1)` insert, update and remove by id; `O(n²)`
+/// pairs; `O(n)` box queries. Also the small-N path of the hierarchical hash
+/// grid.
+///
+/// Memory: `capacity · size_of::<BruteSlot<B>>()` = `capacity · (size_of::<B>() + 8)`
+/// bytes (32 bytes per id in 3D).
+#[derive(Clone, Debug)]
+pub struct BruteForceBroadPhase<B: BoundingBox, S: Storage<BruteSlot<B>>> {
+    slots: S,
+    len: usize,
+    _b: PhantomData<B>,
+}
+
+impl<B: BoundingBox, S: Storage<BruteSlot<B>>> BruteForceBroadPhase<B, S> {
+    /// An empty instance over `slots`, which must be all [`BruteSlot::EMPTY`]
+    /// (the capacity is its length).
+    pub const fn new(slots: S) -> Self {
+        Self {
+            slots,
+            len: 0,
+            _b: PhantomData,
+        }
+    }
+
+    /// Ids stored, in dense order.
+    pub fn ids(&self) -> impl Iterator<Item = u32> + '_ {
+        self.slots.as_ref()[..self.len].iter().map(|s| s.id)
+    }
+
+    fn slot_of(&self, id: u32) -> Result<&BruteSlot<B>, Error> {
+        let s = self
+            .slots
+            .as_ref()
+            .get(id as usize)
+            .ok_or(Error::IdOutOfRange { id })?;
+        if s.dense == ABSENT {
+            Err(Error::UnknownId { id })
+        } else {
+            Ok(s)
+        }
+    }
+}
+
+impl<B: BoundingBox, S: Storage<BruteSlot<B>>> BroadPhase<B> for BruteForceBroadPhase<B, S> {
+    fn capacity(&self) -> usize {
+        self.slots.as_ref().len().min(u32::MAX as usize)
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn insert(&mut self, id: u32, aabb: B) -> Result<(), Error> {
+        if id as usize >= self.capacity() {
+            return Err(Error::IdOutOfRange { id });
+        }
+        aabb.check()?;
+        let slots = self.slots.as_mut();
+        if slots[id as usize].dense != ABSENT {
+            return Err(Error::DuplicateId { id });
+        }
+        let d = self.len;
+        slots[id as usize].aabb = aabb;
+        slots[id as usize].dense = d as u32;
+        slots[d].id = id;
+        self.len += 1;
+        Ok(())
+    }
+
+    fn update(&mut self, id: u32, aabb: B) -> Result<(), Error> {
+        self.slot_of(id)?;
+        aabb.check()?;
+        self.slots.as_mut()[id as usize].aabb = aabb;
+        Ok(())
+    }
+
+    fn remove(&mut self, id: u32) -> Result<B, Error> {
+        let s = *self.slot_of(id)?;
+        let last = self.len - 1;
+        let slots = self.slots.as_mut();
+        let moved = slots[last].id;
+        slots[s.dense as usize].id = moved;
+        slots[moved as usize].dense = s.dense;
+        slots[id as usize].dense = ABSENT;
+        self.len = last;
+        Ok(s.aabb)
+    }
+
+    fn get(&self, id: u32) -> Option<B> {
+        self.slot_of(id).ok().map(|s| s.aabb)
+    }
+
+    fn clear(&mut self) {
+        let len = self.len;
+        let slots = self.slots.as_mut();
+        for d in 0..len {
+            let id = slots[d].id as usize;
+            slots[id].dense = ABSENT;
+        }
+        self.len = 0;
+    }
+
+    fn for_each_pair<F: FnMut(u32, u32)>(&mut self, mut f: F) -> Result<(), Error> {
+        let slots = self.slots.as_ref();
+        for a in 0..self.len {
+            let ia = slots[a].id;
+            let ba = slots[ia as usize].aabb;
+            for b in a + 1..self.len {
+                let ib = slots[b].id;
+                if ba.overlaps(&slots[ib as usize].aabb) {
+                    f(ia, ib);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn query<F: FnMut(u32)>(&mut self, aabb: &B, mut f: F) -> Result<(), Error> {
+        aabb.check()?;
+        let slots = self.slots.as_ref();
+        for d in 0..self.len {
+            let id = slots[d].id;
+            if aabb.overlaps(&slots[id as usize].aabb) {
+                f(id);
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<B: BoundingBox, S: Storage<BruteSlot<B>>> Validate for BruteForceBroadPhase<B, S> {
+    fn validate(&self) -> Result<(), Corruption> {
+        const W: &str = "BruteForceBroadPhase";
+        let slots = self.slots.as_ref();
+        ensure(self.len <= slots.len(), W, "len <= capacity")?;
+        let mut present = 0usize;
+        for (id, s) in slots.iter().enumerate() {
+            if s.dense != ABSENT {
+                present += 1;
+                ensure((s.dense as usize) < self.len, W, "dense index below len")?;
+                ensure(
+                    slots[s.dense as usize].id as usize == id,
+                    W,
+                    "dense list points back",
+                )?;
+                ensure(s.aabb.check().is_ok(), W, "stored box valid")?;
+            }
+        }
+        ensure(present == self.len, W, "present ids == len")
+    }
+}

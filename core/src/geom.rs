@@ -1,0 +1,580 @@
+//! Points, vectors and axis-aligned boxes in `f32`, for 2D and 3D.
+//!
+//! All types are `#[repr(C)]` and [`bytemuck::Pod`], so slices of them can be
+//! cast to bytes and uploaded to a GPU without conversion. Constructors that can
+//! fail validate their input (finite coordinates, `min <= max`); the public
+//! fields exist for zero-cost interop, and every structure re-validates what it
+//! is given.
+
+use core::fmt::Debug;
+
+use bytemuck::{Pod, Zeroable};
+
+use crate::error::Error;
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::Vec2 {}
+    impl Sealed for super::Vec3 {}
+    impl Sealed for super::Aabb2 {}
+    impl Sealed for super::Aabb3 {}
+}
+
+/// A 2D point or vector.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Vec2 {
+    /// x coordinate.
+    pub x: f32,
+    /// y coordinate.
+    pub y: f32,
+}
+
+/// A 3D point or vector.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Vec3 {
+    /// x coordinate.
+    pub x: f32,
+    /// y coordinate.
+    pub y: f32,
+    /// z coordinate.
+    pub z: f32,
+}
+
+impl Vec2 {
+    /// The origin.
+    pub const ZERO: Self = Self { x: 0.0, y: 0.0 };
+    /// A vector from its coordinates (any value, including non-finite ones).
+    pub const fn new(x: f32, y: f32) -> Self {
+        Self { x, y }
+    }
+    /// A vector from its coordinates, or [`Error::NonFinite`] if one is NaN or infinite.
+    pub fn try_new(x: f32, y: f32) -> Result<Self, Error> {
+        let v = Self { x, y };
+        if v.is_finite() {
+            Ok(v)
+        } else {
+            Err(Error::NonFinite)
+        }
+    }
+    /// The coordinates as an array.
+    pub const fn to_array(self) -> [f32; 2] {
+        [self.x, self.y]
+    }
+}
+
+impl Vec3 {
+    /// The origin.
+    pub const ZERO: Self = Self {
+        x: 0.0,
+        y: 0.0,
+        z: 0.0,
+    };
+    /// A vector from its coordinates (any value, including non-finite ones).
+    pub const fn new(x: f32, y: f32, z: f32) -> Self {
+        Self { x, y, z }
+    }
+    /// A vector from its coordinates, or [`Error::NonFinite`] if one is NaN or infinite.
+    pub fn try_new(x: f32, y: f32, z: f32) -> Result<Self, Error> {
+        let v = Self { x, y, z };
+        if v.is_finite() {
+            Ok(v)
+        } else {
+            Err(Error::NonFinite)
+        }
+    }
+    /// The coordinates as an array.
+    pub const fn to_array(self) -> [f32; 3] {
+        [self.x, self.y, self.z]
+    }
+}
+
+impl From<[f32; 2]> for Vec2 {
+    fn from(a: [f32; 2]) -> Self {
+        Self::new(a[0], a[1])
+    }
+}
+impl From<[f32; 3]> for Vec3 {
+    fn from(a: [f32; 3]) -> Self {
+        Self::new(a[0], a[1], a[2])
+    }
+}
+
+/// What the structures need of a point type: implemented for [`Vec2`] and
+/// [`Vec3`] only (sealed).
+///
+/// The cell helpers here are the single definition of the uniform grid used by
+/// every hashing structure in the crate: integer cell coordinates, the spatial
+/// hash with the primes 73856093, 19349663 and 83492791, and the neighbour
+/// stencils.
+pub trait Point:
+    Copy + Debug + Default + PartialEq + Pod + Send + Sync + 'static + sealed::Sealed
+{
+    /// Number of axes (2 or 3).
+    const DIM: usize;
+    /// The origin.
+    const ZERO: Self;
+    /// The cell at the origin.
+    const CELL_ZERO: Self::Cell;
+    /// Integer cell coordinates (`[i32; DIM]`).
+    type Cell: Copy + Debug + Default + Eq + Send + Sync + 'static;
+    /// The box type of this dimension.
+    type Aabb: BoundingBox<Point = Self>;
+    /// Offsets of the full neighbour stencil: the cell itself first, then its
+    /// 26 (3D) or 8 (2D) neighbours.
+    const STENCIL: &'static [Self::Cell];
+    /// Offsets of the forward half stencil: 13 (3D) or 4 (2D) neighbours such
+    /// that for every neighbour offset `d`, exactly one of `d` and `-d` is listed
+    /// (the zero offset is not).
+    const HALF_STENCIL: &'static [Self::Cell];
+
+    /// Coordinate along `axis` (`axis < DIM`; larger values read the last axis).
+    fn coord(self, axis: usize) -> f32;
+    /// A point built from a coordinate function.
+    fn from_fn(f: impl FnMut(usize) -> f32) -> Self;
+    /// `true` if no coordinate is NaN or infinite.
+    fn is_finite(self) -> bool;
+    /// Squared Euclidean distance, computed axis by axis in a fixed order
+    /// (`dx*dx + dy*dy [+ dz*dz]`); every structure and the brute-force oracle
+    /// use this one function, so their answers agree bit for bit.
+    fn distance_squared(self, other: Self) -> f32;
+    /// Component-wise minimum.
+    fn min(self, other: Self) -> Self;
+    /// Component-wise maximum.
+    fn max(self, other: Self) -> Self;
+    /// Cell coordinate along `axis`.
+    fn cell_coord(c: Self::Cell, axis: usize) -> i32;
+    /// Cell built from a coordinate function.
+    fn cell_from_fn(f: impl FnMut(usize) -> i32) -> Self::Cell;
+    /// `c + d`, wrapping (cells are bounded far below overflow by the grid).
+    fn cell_add(c: Self::Cell, d: Self::Cell) -> Self::Cell;
+    /// The spatial hash of a cell before reduction to the table length:
+    /// `x·73856093 ⊕ y·19349663 [⊕ z·83492791]` in wrapping 32-bit arithmetic.
+    fn cell_hash(c: Self::Cell) -> u32;
+}
+
+/// The three large primes of the spatial hash (Teschner et al. 2003, used by
+/// the SPH water-channel seed and by Pouchol et al.).
+pub const HASH_PRIMES: [u32; 3] = [73_856_093, 19_349_663, 83_492_791];
+
+const fn stencil3() -> [[i32; 3]; 27] {
+    let mut out = [[0; 3]; 27];
+    // self first, then the rest in z-major order.
+    let mut n = 1;
+    let mut z = -1;
+    while z <= 1 {
+        let mut y = -1;
+        while y <= 1 {
+            let mut x = -1;
+            while x <= 1 {
+                if !(x == 0 && y == 0 && z == 0) {
+                    out[n] = [x, y, z];
+                    n += 1;
+                }
+                x += 1;
+            }
+            y += 1;
+        }
+        z += 1;
+    }
+    out
+}
+
+const fn half3() -> [[i32; 3]; 13] {
+    // forward offsets: lexicographically positive (z, then y, then x).
+    let mut out = [[0; 3]; 13];
+    let mut n = 0;
+    let mut z = -1;
+    while z <= 1 {
+        let mut y = -1;
+        while y <= 1 {
+            let mut x = -1;
+            while x <= 1 {
+                if z > 0 || (z == 0 && (y > 0 || (y == 0 && x > 0))) {
+                    out[n] = [x, y, z];
+                    n += 1;
+                }
+                x += 1;
+            }
+            y += 1;
+        }
+        z += 1;
+    }
+    out
+}
+
+const fn stencil2() -> [[i32; 2]; 9] {
+    let mut out = [[0; 2]; 9];
+    let mut n = 1;
+    let mut y = -1;
+    while y <= 1 {
+        let mut x = -1;
+        while x <= 1 {
+            if !(x == 0 && y == 0) {
+                out[n] = [x, y];
+                n += 1;
+            }
+            x += 1;
+        }
+        y += 1;
+    }
+    out
+}
+
+const fn half2() -> [[i32; 2]; 4] {
+    let mut out = [[0; 2]; 4];
+    let mut n = 0;
+    let mut y = -1;
+    while y <= 1 {
+        let mut x = -1;
+        while x <= 1 {
+            if y > 0 || (y == 0 && x > 0) {
+                out[n] = [x, y];
+                n += 1;
+            }
+            x += 1;
+        }
+        y += 1;
+    }
+    out
+}
+
+static STENCIL3: [[i32; 3]; 27] = stencil3();
+static HALF3: [[i32; 3]; 13] = half3();
+static STENCIL2: [[i32; 2]; 9] = stencil2();
+static HALF2: [[i32; 2]; 4] = half2();
+
+impl Point for Vec3 {
+    const DIM: usize = 3;
+    const ZERO: Self = Self::ZERO;
+    const CELL_ZERO: [i32; 3] = [0; 3];
+    type Cell = [i32; 3];
+    type Aabb = Aabb3;
+    const STENCIL: &'static [[i32; 3]] = &STENCIL3;
+    const HALF_STENCIL: &'static [[i32; 3]] = &HALF3;
+
+    #[inline(always)]
+    fn coord(self, axis: usize) -> f32 {
+        match axis {
+            0 => self.x,
+            1 => self.y,
+            _ => self.z,
+        }
+    }
+    #[inline(always)]
+    fn from_fn(mut f: impl FnMut(usize) -> f32) -> Self {
+        Self::new(f(0), f(1), f(2))
+    }
+    #[inline(always)]
+    fn is_finite(self) -> bool {
+        self.x.is_finite() && self.y.is_finite() && self.z.is_finite()
+    }
+    #[inline(always)]
+    fn distance_squared(self, o: Self) -> f32 {
+        let dx = self.x - o.x;
+        let dy = self.y - o.y;
+        let dz = self.z - o.z;
+        dx * dx + dy * dy + dz * dz
+    }
+    #[inline(always)]
+    fn min(self, o: Self) -> Self {
+        Self::new(self.x.min(o.x), self.y.min(o.y), self.z.min(o.z))
+    }
+    #[inline(always)]
+    fn max(self, o: Self) -> Self {
+        Self::new(self.x.max(o.x), self.y.max(o.y), self.z.max(o.z))
+    }
+    #[inline(always)]
+    fn cell_coord(c: [i32; 3], axis: usize) -> i32 {
+        c[if axis < 3 { axis } else { 2 }]
+    }
+    #[inline(always)]
+    fn cell_from_fn(mut f: impl FnMut(usize) -> i32) -> [i32; 3] {
+        [f(0), f(1), f(2)]
+    }
+    #[inline(always)]
+    fn cell_add(c: [i32; 3], d: [i32; 3]) -> [i32; 3] {
+        [
+            c[0].wrapping_add(d[0]),
+            c[1].wrapping_add(d[1]),
+            c[2].wrapping_add(d[2]),
+        ]
+    }
+    #[inline(always)]
+    fn cell_hash(c: [i32; 3]) -> u32 {
+        (c[0] as u32).wrapping_mul(HASH_PRIMES[0])
+            ^ (c[1] as u32).wrapping_mul(HASH_PRIMES[1])
+            ^ (c[2] as u32).wrapping_mul(HASH_PRIMES[2])
+    }
+}
+
+impl Point for Vec2 {
+    const DIM: usize = 2;
+    const ZERO: Self = Self::ZERO;
+    const CELL_ZERO: [i32; 2] = [0; 2];
+    type Cell = [i32; 2];
+    type Aabb = Aabb2;
+    const STENCIL: &'static [[i32; 2]] = &STENCIL2;
+    const HALF_STENCIL: &'static [[i32; 2]] = &HALF2;
+
+    #[inline(always)]
+    fn coord(self, axis: usize) -> f32 {
+        if axis == 0 { self.x } else { self.y }
+    }
+    #[inline(always)]
+    fn from_fn(mut f: impl FnMut(usize) -> f32) -> Self {
+        Self::new(f(0), f(1))
+    }
+    #[inline(always)]
+    fn is_finite(self) -> bool {
+        self.x.is_finite() && self.y.is_finite()
+    }
+    #[inline(always)]
+    fn distance_squared(self, o: Self) -> f32 {
+        let dx = self.x - o.x;
+        let dy = self.y - o.y;
+        dx * dx + dy * dy
+    }
+    #[inline(always)]
+    fn min(self, o: Self) -> Self {
+        Self::new(self.x.min(o.x), self.y.min(o.y))
+    }
+    #[inline(always)]
+    fn max(self, o: Self) -> Self {
+        Self::new(self.x.max(o.x), self.y.max(o.y))
+    }
+    #[inline(always)]
+    fn cell_coord(c: [i32; 2], axis: usize) -> i32 {
+        c[if axis == 0 { 0 } else { 1 }]
+    }
+    #[inline(always)]
+    fn cell_from_fn(mut f: impl FnMut(usize) -> i32) -> [i32; 2] {
+        [f(0), f(1)]
+    }
+    #[inline(always)]
+    fn cell_add(c: [i32; 2], d: [i32; 2]) -> [i32; 2] {
+        [c[0].wrapping_add(d[0]), c[1].wrapping_add(d[1])]
+    }
+    #[inline(always)]
+    fn cell_hash(c: [i32; 2]) -> u32 {
+        (c[0] as u32).wrapping_mul(HASH_PRIMES[0]) ^ (c[1] as u32).wrapping_mul(HASH_PRIMES[1])
+    }
+}
+
+/// What the broad phases need of a box type: implemented for [`Aabb2`] and
+/// [`Aabb3`] only (sealed).
+pub trait BoundingBox:
+    Copy + Debug + Default + PartialEq + Pod + Send + Sync + 'static + sealed::Sealed
+{
+    /// The corner type.
+    type Point: Point<Aabb = Self>;
+    /// The all-zero box (a point at the origin).
+    const ZERO: Self;
+    /// A validated box: [`Error::NonFinite`] if a coordinate is NaN or
+    /// infinite, [`Error::InvertedBox`] if `min > max` on some axis.
+    fn try_new(min: Self::Point, max: Self::Point) -> Result<Self, Error>;
+    /// Lower corner.
+    fn min(&self) -> Self::Point;
+    /// Upper corner.
+    fn max(&self) -> Self::Point;
+    /// The box's validity: [`Error::NonFinite`] or [`Error::InvertedBox`].
+    fn check(&self) -> Result<(), Error> {
+        let (lo, hi) = (self.min(), self.max());
+        if !lo.is_finite() || !hi.is_finite() {
+            return Err(Error::NonFinite);
+        }
+        for k in 0..Self::Point::DIM {
+            if lo.coord(k) > hi.coord(k) {
+                return Err(Error::InvertedBox);
+            }
+        }
+        Ok(())
+    }
+    /// Closed-interval overlap: boxes that touch overlap.
+    #[inline]
+    fn overlaps(&self, other: &Self) -> bool {
+        let (a0, a1, b0, b1) = (self.min(), self.max(), other.min(), other.max());
+        let mut ok = true;
+        for k in 0..Self::Point::DIM {
+            ok &= a0.coord(k) <= b1.coord(k) && b0.coord(k) <= a1.coord(k);
+        }
+        ok
+    }
+    /// Smallest box containing both.
+    fn union(&self, other: &Self) -> Self;
+    /// Longest edge length.
+    fn longest_edge(&self) -> f32 {
+        let mut m = 0.0f32;
+        for k in 0..Self::Point::DIM {
+            m = m.max(self.max().coord(k) - self.min().coord(k));
+        }
+        m
+    }
+}
+
+/// A 2D axis-aligned box (closed).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Aabb2 {
+    /// Lower corner.
+    pub min: Vec2,
+    /// Upper corner.
+    pub max: Vec2,
+}
+
+/// A 3D axis-aligned box (closed).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Aabb3 {
+    /// Lower corner.
+    pub min: Vec3,
+    /// Upper corner.
+    pub max: Vec3,
+}
+
+impl Aabb2 {
+    /// Validated constructor (see [`BoundingBox::try_new`]).
+    pub fn new(min: Vec2, max: Vec2) -> Result<Self, Error> {
+        <Self as BoundingBox>::try_new(min, max)
+    }
+}
+impl Aabb3 {
+    /// Validated constructor (see [`BoundingBox::try_new`]).
+    pub fn new(min: Vec3, max: Vec3) -> Result<Self, Error> {
+        <Self as BoundingBox>::try_new(min, max)
+    }
+}
+
+impl BoundingBox for Aabb2 {
+    type Point = Vec2;
+    const ZERO: Self = Self {
+        min: Vec2::ZERO,
+        max: Vec2::ZERO,
+    };
+    fn try_new(min: Vec2, max: Vec2) -> Result<Self, Error> {
+        let b = Self { min, max };
+        b.check().map(|()| b)
+    }
+    #[inline(always)]
+    fn min(&self) -> Vec2 {
+        self.min
+    }
+    #[inline(always)]
+    fn max(&self) -> Vec2 {
+        self.max
+    }
+    #[inline]
+    fn overlaps(&self, o: &Self) -> bool {
+        (self.min.x <= o.max.x)
+            & (o.min.x <= self.max.x)
+            & (self.min.y <= o.max.y)
+            & (o.min.y <= self.max.y)
+    }
+    fn union(&self, o: &Self) -> Self {
+        Self {
+            min: self.min.min(o.min),
+            max: self.max.max(o.max),
+        }
+    }
+}
+
+impl BoundingBox for Aabb3 {
+    type Point = Vec3;
+    const ZERO: Self = Self {
+        min: Vec3::ZERO,
+        max: Vec3::ZERO,
+    };
+    fn try_new(min: Vec3, max: Vec3) -> Result<Self, Error> {
+        let b = Self { min, max };
+        b.check().map(|()| b)
+    }
+    #[inline(always)]
+    fn min(&self) -> Vec3 {
+        self.min
+    }
+    #[inline(always)]
+    fn max(&self) -> Vec3 {
+        self.max
+    }
+    #[inline]
+    fn overlaps(&self, o: &Self) -> bool {
+        (self.min.x <= o.max.x)
+            & (o.min.x <= self.max.x)
+            & (self.min.y <= o.max.y)
+            & (o.min.y <= self.max.y)
+            & (self.min.z <= o.max.z)
+            & (o.min.z <= self.max.z)
+    }
+    fn union(&self, o: &Self) -> Self {
+        Self {
+            min: self.min.min(o.min),
+            max: self.max.max(o.max),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stencils_are_complete_and_half_is_antisymmetric() {
+        assert_eq!(Vec3::STENCIL.len(), 27);
+        assert_eq!(Vec3::STENCIL[0], [0, 0, 0]);
+        assert_eq!(Vec3::HALF_STENCIL.len(), 13);
+        for d in &Vec3::STENCIL[1..] {
+            let neg = [-d[0], -d[1], -d[2]];
+            let a = Vec3::HALF_STENCIL.contains(d);
+            let b = Vec3::HALF_STENCIL.contains(&neg);
+            assert!(a ^ b, "{d:?}");
+        }
+        assert_eq!(Vec2::STENCIL.len(), 9);
+        assert_eq!(Vec2::HALF_STENCIL.len(), 4);
+        for d in &Vec2::STENCIL[1..] {
+            let a = Vec2::HALF_STENCIL.contains(d);
+            let b = Vec2::HALF_STENCIL.contains(&[-d[0], -d[1]]);
+            assert!(a ^ b);
+        }
+    }
+
+    #[test]
+    fn boxes_validate() {
+        assert!(Aabb3::new(Vec3::ZERO, Vec3::new(1.0, 1.0, 1.0)).is_ok());
+        assert_eq!(
+            Aabb3::new(Vec3::new(2.0, 0.0, 0.0), Vec3::new(1.0, 1.0, 1.0)),
+            Err(Error::InvertedBox)
+        );
+        assert_eq!(
+            Aabb2::new(Vec2::new(f32::NAN, 0.0), Vec2::new(1.0, 1.0)),
+            Err(Error::NonFinite)
+        );
+        assert_eq!(
+            Vec3::try_new(0.0, f32::INFINITY, 0.0),
+            Err(Error::NonFinite)
+        );
+    }
+
+    #[test]
+    fn overlap_is_closed() {
+        let a = Aabb2::new(Vec2::ZERO, Vec2::new(1.0, 1.0)).unwrap();
+        let b = Aabb2::new(Vec2::new(1.0, 0.5), Vec2::new(2.0, 2.0)).unwrap();
+        let c = Aabb2::new(Vec2::new(1.01, 0.5), Vec2::new(2.0, 2.0)).unwrap();
+        assert!(a.overlaps(&b) && b.overlaps(&a));
+        assert!(!a.overlaps(&c));
+    }
+
+    #[test]
+    fn pod_casts() {
+        let v = [Vec3::new(1.0, 2.0, 3.0)];
+        let bytes: &[u8] = bytemuck::cast_slice(&v);
+        assert_eq!(bytes.len(), 12);
+        let b = [Aabb3::default(); 2];
+        assert_eq!(bytemuck::cast_slice::<Aabb3, f32>(&b).len(), 12);
+        assert_eq!(core::mem::size_of::<Aabb2>(), 16);
+    }
+}

@@ -1,0 +1,63 @@
+//! # spatium
+//!
+//! Spatial acceleration structures for particle simulation and collision
+//! broad phase that need no allocator and no `std`: the same code runs in
+//! firmware on a Cortex-M, in a WASM page and on a host simulating a million
+//! particles.
+//!
+//! ## Storage model
+//!
+//! Every structure is generic over its buffers ([`Storage`]): const-generic
+//! arrays for a `static` instance in firmware (every `new` is a `const fn`),
+//! or caller-provided slices sized at run time. Capacities are buffer
+//! lengths; nothing is ever allocated. Each structure documents its memory as
+//! a formula; the uniform hashes in [`uniform`] take:
+//!
+//! | structure | bytes (3D) | bytes (2D) |
+//! |---|---|---|
+//! | [`uniform::CellSortedHash`] | `8T + 40N` | `8T + 32N` |
+//! | [`uniform::BucketHash`] (`K` slots per bucket) | `(16 + 4K)T + 24N` | `(16 + 4K)T + 16N` |
+//! | [`uniform::LinkedHash`] | `8T + 32N` | `8T + 24N` |
+//! | [`BruteForceNeighbors`] | `12N` | `8N` |
+//! | [`BruteForceBroadPhase`] | `32C` | `24C` |
+//!
+//! (`T` table slots, `N` particles, `C` ids.)
+//!
+//! ## Traits
+//!
+//! [`NeighborSearch`] (fixed-radius neighbour search) and [`BroadPhase`]
+//! (boxes with insert / update / remove by id, overlapping pairs, box
+//! queries); see [`traits`] for the shared conventions. Every structure also
+//! implements [`Validate`].
+//!
+//! ## Guarantees
+//!
+//! * `#![no_std]`, no `alloc`, `#![forbid(unsafe_code)]`.
+//! * No panic on any input: bad input (NaN, infinities, inverted boxes,
+//!   radius ≤ 0, coordinates beyond the cell arithmetic) returns an [`Error`]
+//!   and changes nothing; a full structure returns an error and loses nothing.
+//! * Exact answers: hash collisions never duplicate or invent pairs, and the
+//!   results equal the brute-force oracle's, pair for pair.
+//!
+//! ## Features
+//!
+//! * `defmt`: `defmt::Format` for every public data and error type.
+
+#![no_std]
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+#![warn(clippy::std_instead_of_core, clippy::alloc_instead_of_core)]
+
+pub mod brute;
+mod csr;
+pub mod error;
+pub mod geom;
+pub mod storage;
+pub mod traits;
+pub mod uniform;
+
+pub use brute::{BruteForceBroadPhase, BruteForceNeighbors, BruteSlot};
+pub use error::{Corruption, Error, Validate};
+pub use geom::{Aabb2, Aabb3, BoundingBox, HASH_PRIMES, Point, Vec2, Vec3};
+pub use storage::Storage;
+pub use traits::{BroadPhase, NeighborSearch};

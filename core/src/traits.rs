@@ -1,0 +1,196 @@
+//! The two traits every structure of the crate implements.
+//!
+//! * [`NeighborSearch`]: fixed-radius neighbour search over particles (SPH).
+//!   Built from a slice of positions and a radius; particles are identified by
+//!   their index in that slice. Implemented by the uniform spatial hashes and
+//!   by [`crate::BruteForceNeighbors`]; later by hierarchical hashing.
+//! * [`BroadPhase`]: collision broad phase over boxes identified by caller
+//!   chosen ids below the structure's capacity, with insert / update / remove
+//!   at any time, every overlapping pair reported exactly once, and box
+//!   queries. Implemented by [`crate::BruteForceBroadPhase`]; later by the
+//!   hierarchical hash grid, the linear kd-tree and (multilevel and
+//!   hierarchical) hashing.
+//!
+//! # Conventions shared by all implementations
+//!
+//! * "Within radius" is the strict test `distance_squared(a, b) < r * r`
+//!   computed with [`Point::distance_squared`]. Strictness is what makes grid
+//!   stencils exact in floating point: `d² < r²` implies `|Δ| < r` on every
+//!   axis, however the subtraction rounds.
+//! * Boxes overlap when their closed intervals overlap on every axis
+//!   ([`BoundingBox::overlaps`]): touching boxes overlap.
+//! * Pairs are unordered and reported once; the order of the two ids inside a
+//!   pair and the order of the pairs are unspecified but deterministic for a
+//!   given sequence of operations.
+//! * A failed operation changes nothing.
+
+use crate::error::Error;
+use crate::geom::{BoundingBox, Point};
+
+/// Fixed-radius neighbour search over a set of particles.
+///
+/// Particles are identified by their index in the slice given to
+/// [`build`](Self::build). Every query excludes a particle from its own
+/// neighbours.
+///
+/// # Example
+///
+/// ```
+/// use spatium::{NeighborSearch, Vec3, uniform::{CellSortedHash, TableSlot, SortedParticle, CellRecord}};
+///
+/// let positions = [Vec3::new(0.0, 0.0, 0.0), Vec3::new(0.5, 0.0, 0.0), Vec3::new(3.0, 0.0, 0.0)];
+/// let mut hash = CellSortedHash::<Vec3, _, _, _>::new(
+///     [TableSlot::EMPTY; 64],
+///     [SortedParticle::EMPTY; 8],
+///     [CellRecord::EMPTY; 8],
+/// );
+/// hash.build(&positions, 1.0).unwrap();
+/// let mut pairs = 0;
+/// hash.for_each_pair(|i, j, d2| { assert_eq!((i.min(j), i.max(j)), (0, 1)); assert_eq!(d2, 0.25); pairs += 1 });
+/// assert_eq!(pairs, 1);
+/// ```
+pub trait NeighborSearch<P: Point> {
+    /// Replaces the contents with `positions`, searched within `radius`.
+    ///
+    /// # Errors
+    /// [`Error::NonFinite`], [`Error::InvalidRadius`], [`Error::OutOfRange`],
+    /// [`Error::CapacityExceeded`], or a structure-specific error; on error the
+    /// previous contents are kept unchanged.
+    fn build(&mut self, positions: &[P], radius: f32) -> Result<(), Error>;
+
+    /// Number of particles stored.
+    fn len(&self) -> usize;
+
+    /// `true` if no particle is stored.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The radius of the last successful build (0 before the first).
+    fn radius(&self) -> f32;
+
+    /// Position of particle `id` as stored.
+    fn position(&self, id: u32) -> Option<P>;
+
+    /// Calls `f(j, d²)` for every particle `j != id` strictly within the
+    /// radius of particle `id`.
+    ///
+    /// # Errors
+    /// [`Error::UnknownId`] if `id >= len()`.
+    fn for_each_neighbor<F: FnMut(u32, f32)>(&self, id: u32, f: F) -> Result<(), Error>;
+
+    /// Calls `f(j, d²)` for every particle `j` strictly within the radius of
+    /// an arbitrary `point`.
+    ///
+    /// # Errors
+    /// [`Error::NonFinite`] if `point` is not finite.
+    fn for_each_within<F: FnMut(u32, f32)>(&self, point: P, f: F) -> Result<(), Error>;
+
+    /// Calls `f(i, j, d²)` once for every unordered pair strictly within the
+    /// radius.
+    fn for_each_pair<F: FnMut(u32, u32, f32)>(&self, f: F);
+
+    /// Writes every particle's neighbour list in compressed sparse row form:
+    /// the neighbours of `i` are `indices[offsets[i]..offsets[i + 1]]`.
+    /// Returns the number of indices written (twice the number of pairs).
+    ///
+    /// `offsets` needs `len() + 1` entries. Nothing is written to `indices`
+    /// unless it is large enough.
+    ///
+    /// # Errors
+    /// [`Error::BufferTooSmall`] with the length needed, for either buffer.
+    /// The default implementation counts degrees in one pass over
+    /// [`for_each_pair`](Self::for_each_pair) and fills in a second.
+    fn neighbor_lists(&self, offsets: &mut [u32], indices: &mut [u32]) -> Result<usize, Error> {
+        let n = self.len();
+        if offsets.len() < n + 1 {
+            return Err(Error::BufferTooSmall {
+                needed: n + 1,
+                available: offsets.len(),
+            });
+        }
+        let offsets = &mut offsets[..=n];
+        offsets.fill(0);
+        self.for_each_pair(|i, j, _| {
+            offsets[i as usize + 1] += 1;
+            offsets[j as usize + 1] += 1;
+        });
+        let total = crate::csr::prefix_sum(offsets);
+        if indices.len() < total {
+            return Err(Error::BufferTooSmall {
+                needed: total,
+                available: indices.len(),
+            });
+        }
+        // offsets[i] is now i's start; use it as a cursor, then shift back.
+        self.for_each_pair(|i, j, _| {
+            let ci = &mut offsets[i as usize];
+            indices[*ci as usize] = j;
+            *ci += 1;
+            let cj = &mut offsets[j as usize];
+            indices[*cj as usize] = i;
+            *cj += 1;
+        });
+        crate::csr::shift_back(offsets);
+        Ok(total)
+    }
+}
+
+/// Collision broad phase over boxes with caller-chosen ids.
+///
+/// Ids are `u32` values below [`capacity`](Self::capacity); the structure
+/// keeps one slot per id, so insert, update and remove address the slot
+/// directly.
+pub trait BroadPhase<B: BoundingBox> {
+    /// Ids must be below this.
+    fn capacity(&self) -> usize;
+
+    /// Number of boxes stored.
+    fn len(&self) -> usize;
+
+    /// `true` if no box is stored.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Stores `aabb` under `id`.
+    ///
+    /// # Errors
+    /// [`Error::IdOutOfRange`], [`Error::DuplicateId`], [`Error::NonFinite`],
+    /// [`Error::InvertedBox`], [`Error::OutOfRange`], or a full structure's
+    /// capacity error; nothing changes on error.
+    fn insert(&mut self, id: u32, aabb: B) -> Result<(), Error>;
+
+    /// Replaces the box of a stored `id`.
+    ///
+    /// # Errors
+    /// As [`insert`](Self::insert), with [`Error::UnknownId`] for an id not
+    /// stored; nothing changes on error.
+    fn update(&mut self, id: u32, aabb: B) -> Result<(), Error>;
+
+    /// Removes `id` and returns its box.
+    ///
+    /// # Errors
+    /// [`Error::UnknownId`] (or [`Error::IdOutOfRange`]).
+    fn remove(&mut self, id: u32) -> Result<B, Error>;
+
+    /// The box stored under `id`.
+    fn get(&self, id: u32) -> Option<B>;
+
+    /// Removes everything.
+    fn clear(&mut self);
+
+    /// Calls `f(a, b)` once for every unordered pair of stored boxes that
+    /// overlap.
+    ///
+    /// # Errors
+    /// Structures that build scratch data at detection time may report a full
+    /// scratch buffer; the stored boxes are unaffected.
+    fn for_each_pair<F: FnMut(u32, u32)>(&mut self, f: F) -> Result<(), Error>;
+
+    /// Calls `f(id)` once for every stored box overlapping `aabb`.
+    ///
+    /// # Errors
+    /// [`Error::NonFinite`] or [`Error::InvertedBox`] for a bad query box.
+    fn query<F: FnMut(u32)>(&mut self, aabb: &B, f: F) -> Result<(), Error>;
+}

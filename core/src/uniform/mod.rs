@@ -1,0 +1,327 @@
+//! Uniform spatial hashing for fixed-radius neighbour search (SPH).
+//!
+//! Space is cut into cubic cells slightly larger than the search radius
+//! ([`CELL_MARGIN`]); a particle's neighbours lie in its own cell and the 26
+//! around it (8 in 2D). Integer cell coordinates are hashed with the primes
+//! 73856093, 19349663 and 83492791 ([`crate::HASH_PRIMES`]) into a table of
+//! fixed, power-of-two length, so an unbounded domain needs a bounded table.
+//!
+//! Three bucket strategies share the grid, hashing and queries:
+//!
+//! | type | buckets | build | update | capacity limit |
+//! |---|---|---|---|---|
+//! | [`CellSortedHash`] | counting sort of particles by bucket + start offsets (the GPU layout) | `O(N)` | rebuild | none per bucket |
+//! | [`BucketHash`] | `K` preallocated slots per bucket | `O(N)` | rebuild | `K`: overflow is an error |
+//! | [`LinkedHash`] | per-particle doubly linked lists | `O(N)` | incremental: relinks only particles that changed cell | none |
+//!
+//! Every table entry carries a timestamp: a new build bumps the structure's
+//! stamp, and entries with an older stamp read as empty. Clearing is `O(1)`
+//! and the table is never swept between steps (it is swept once when first
+//! used and once every 2³² − 1 builds, when the stamp wraps).
+//!
+//! # Exactness
+//!
+//! Hash collisions are harmless: every table entry records which cell it
+//! holds, and a bucket shared by several cells is searched with a per-particle
+//! cell check, so a pair is never reported twice and far particles are never
+//! reported. Cells are computed relative to an origin at the centre of the
+//! data, with a margin of 1/128 on the cell size; coordinates are refused
+//! ([`crate::Error::OutOfRange`]) when they lie more than [`MAX_CELL_INDEX`]
+//! cells from that origin, the range over which `f32` rounding provably keeps
+//! every pair with `d² < r²` in adjacent cells.
+
+mod bucketed;
+mod linked;
+mod sorted;
+
+pub use bucketed::{Bucket, BucketHash, BucketParticle};
+pub use linked::{Head, LinkedHash, LinkedParticle};
+pub use sorted::{CellRecord, CellSortedHash, SortedParticle, TableSlot};
+
+use crate::error::Error;
+use crate::geom::Point;
+
+/// Largest distance from the origin, in cells, that the grid accepts on any
+/// axis (2¹⁴).
+///
+/// Within it the relative rounding error of the cell coordinate (three `f32`
+/// roundings, `≤ 3·2⁻²⁴` relative) shifts a cell boundary by less than
+/// `2¹⁴ · 6 · 2⁻²⁴ < 2⁻⁷` of a cell, which [`CELL_MARGIN`] absorbs: every
+/// computed cell is wider than the radius.
+pub const MAX_CELL_INDEX: i32 = 1 << 14;
+
+/// Cell size divided by radius: `1 + 2⁻⁷` (see [`MAX_CELL_INDEX`]).
+pub const CELL_MARGIN: f32 = 1.0 + 1.0 / 128.0;
+
+/// Table length following the seeds' guidance: about 100 slots per element,
+/// rounded up to a power of two (at least 1, at most 2³¹).
+///
+/// This is Pouchol et al.'s figure for few, large objects. For dense SPH
+/// (about 8 particles per cell) a factor of 2 to 4 already keeps collisions
+/// rare at far less memory: see [`table_len_with_factor`].
+pub const fn table_len_for(elements: usize) -> usize {
+    table_len_with_factor(elements, 100)
+}
+
+/// Table length of about `factor` slots per element, rounded up to a power of
+/// two (at least 1, at most 2³¹).
+pub const fn table_len_with_factor(elements: usize, factor: usize) -> usize {
+    let want = elements.saturating_mul(factor);
+    let max = 1usize << 31;
+    if want >= max {
+        max
+    } else if want <= 1 {
+        1
+    } else {
+        want.next_power_of_two()
+    }
+}
+
+/// `Ok` if `radius` can drive the grid arithmetic.
+pub(crate) fn check_radius(radius: f32) -> Result<(), Error> {
+    let cell = radius * CELL_MARGIN;
+    let inv = 1.0 / cell;
+    let r2 = radius * radius;
+    if radius.is_finite()
+        && radius > 0.0
+        && cell.is_finite()
+        && inv.is_finite()
+        && inv.is_normal()
+        && r2.is_finite()
+        && r2 > 0.0
+    {
+        Ok(())
+    } else {
+        Err(Error::InvalidRadius)
+    }
+}
+
+/// `len - 1` if `len` is a usable table length.
+pub(crate) fn table_mask(len: usize) -> Result<u32, Error> {
+    if len == 0 || !len.is_power_of_two() || len > (1usize << 31) {
+        Err(Error::InvalidTableLength { len })
+    } else {
+        Ok((len - 1) as u32)
+    }
+}
+
+/// Advances a table stamp; on first use (0) and on wrap, `sweep` resets the
+/// table's stamps to 0 and the stamp restarts at 1.
+pub(crate) fn advance_stamp(stamp: &mut u32, sweep: impl FnOnce()) {
+    if *stamp == 0 || *stamp == u32::MAX {
+        sweep();
+        *stamp = 1;
+    } else {
+        *stamp += 1;
+    }
+}
+
+/// The uniform grid shared by the three strategies: origin, cell size and the
+/// reduction of cell hashes to a table index.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Grid<P: Point> {
+    origin: P,
+    inv_cell: f32,
+    cell_size: f32,
+    radius: f32,
+    radius_sq: f32,
+    mask: u32,
+}
+
+const LIMIT: f32 = MAX_CELL_INDEX as f32;
+
+impl<P: Point> Grid<P> {
+    /// The grid of an empty structure.
+    pub(crate) const EMPTY: Self = Self {
+        origin: P::ZERO,
+        inv_cell: 0.0,
+        cell_size: 0.0,
+        radius: 0.0,
+        radius_sq: 0.0,
+        mask: 0,
+    };
+
+    /// A grid for `radius` around `origin`, hashing into `table_len` slots.
+    pub(crate) fn new(radius: f32, origin: P, table_len: usize) -> Result<Self, Error> {
+        check_radius(radius)?;
+        if !origin.is_finite() {
+            return Err(Error::NonFinite);
+        }
+        let mask = table_mask(table_len)?;
+        let cell_size = radius * CELL_MARGIN;
+        Ok(Self {
+            origin,
+            inv_cell: 1.0 / cell_size,
+            cell_size,
+            radius,
+            radius_sq: radius * radius,
+            mask,
+        })
+    }
+
+    /// A grid centred on the bounding box of `positions`, after checking that
+    /// every position is finite and within [`MAX_CELL_INDEX`] cells.
+    pub(crate) fn fit(radius: f32, positions: &[P], table_len: usize) -> Result<Self, Error> {
+        check_radius(radius)?;
+        table_mask(table_len)?;
+        let Some(&first) = positions.first() else {
+            return Self::new(radius, P::ZERO, table_len);
+        };
+        let (mut lo, mut hi) = (first, first);
+        let mut finite = true;
+        for &p in positions {
+            finite &= p.is_finite();
+            lo = lo.min(p);
+            hi = hi.max(p);
+        }
+        if !finite {
+            return Err(Error::NonFinite);
+        }
+        let origin = P::from_fn(|k| 0.5 * lo.coord(k) + 0.5 * hi.coord(k));
+        let grid = Self::new(radius, origin, table_len)?;
+        // The cell coordinate is monotone in each coordinate, so the corners
+        // bound every point.
+        grid.cell(lo)?;
+        grid.cell(hi)?;
+        Ok(grid)
+    }
+
+    /// The search radius.
+    pub fn radius(&self) -> f32 {
+        self.radius
+    }
+
+    /// `radius * radius`, the bound of the strict within-radius test.
+    pub fn radius_sq(&self) -> f32 {
+        self.radius_sq
+    }
+
+    /// Edge length of a cell (`radius · CELL_MARGIN`).
+    pub fn cell_size(&self) -> f32 {
+        self.cell_size
+    }
+
+    /// The point cell coordinates are measured from.
+    pub fn origin(&self) -> P {
+        self.origin
+    }
+
+    /// Number of table slots.
+    pub fn table_len(&self) -> usize {
+        self.mask as usize + 1
+    }
+
+    /// The cell of `p`, or [`Error::NonFinite`] / [`Error::OutOfRange`].
+    pub fn cell(&self, p: P) -> Result<P::Cell, Error> {
+        if !p.is_finite() {
+            return Err(Error::NonFinite);
+        }
+        let mut ok = true;
+        let c = P::cell_from_fn(|k| {
+            let t = (p.coord(k) - self.origin.coord(k)) * self.inv_cell;
+            ok &= t.abs() < LIMIT;
+            floor_i32(t)
+        });
+        if ok { Ok(c) } else { Err(Error::OutOfRange) }
+    }
+
+    /// The cell of a point already known to be in range.
+    #[inline(always)]
+    pub(crate) fn cell_unchecked(&self, p: P) -> P::Cell {
+        P::cell_from_fn(|k| floor_i32((p.coord(k) - self.origin.coord(k)) * self.inv_cell))
+    }
+
+    /// The cell of a query point: `Ok(None)` when it lies so far outside the
+    /// accepted range that no stored particle can be within the radius.
+    pub(crate) fn query_cell(&self, p: P) -> Result<Option<P::Cell>, Error> {
+        if !p.is_finite() {
+            return Err(Error::NonFinite);
+        }
+        let mut ok = true;
+        let c = P::cell_from_fn(|k| {
+            let t = (p.coord(k) - self.origin.coord(k)) * self.inv_cell;
+            ok &= t.abs() < LIMIT + 2.0;
+            floor_i32(t)
+        });
+        Ok(if ok { Some(c) } else { None })
+    }
+
+    /// Table index of a cell.
+    #[inline(always)]
+    pub fn bucket(&self, c: P::Cell) -> u32 {
+        P::cell_hash(c) & self.mask
+    }
+}
+
+/// `floor(t)` for `|t| < 2³¹`, without `libm` (truncate, then step down for
+/// negative non-integers).
+#[inline(always)]
+fn floor_i32(t: f32) -> i32 {
+    let i = t as i32;
+    if (i as f32) > t { i - 1 } else { i }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::geom::Vec3;
+
+    #[test]
+    fn floor_matches_libm() {
+        for &t in &[
+            0.0f32, -0.0, 0.5, -0.5, 1.0, -1.0, -1.5, 16383.9, -16383.9, -1e-30, 3.0,
+        ] {
+            assert_eq!(floor_i32(t), libm::floorf(t) as i32, "{t}");
+        }
+    }
+
+    #[test]
+    fn table_len_guidance() {
+        assert_eq!(table_len_for(10), 1024);
+        assert_eq!(table_len_for(0), 1);
+        assert_eq!(table_len_with_factor(1000, 2), 2048);
+        assert_eq!(table_len_for(usize::MAX), 1 << 31);
+    }
+
+    #[test]
+    fn radius_checks() {
+        assert!(check_radius(1.0).is_ok());
+        for r in [0.0, -1.0, f32::NAN, f32::INFINITY, 1e-39, f32::MAX] {
+            assert_eq!(check_radius(r), Err(Error::InvalidRadius), "{r}");
+        }
+    }
+
+    #[test]
+    fn out_of_range_is_refused() {
+        let g = Grid::<Vec3>::new(1.0, Vec3::ZERO, 16).unwrap();
+        assert!(g.cell(Vec3::new(16000.0, 0.0, 0.0)).is_ok());
+        assert_eq!(g.cell(Vec3::new(17000.0, 0.0, 0.0)), Err(Error::OutOfRange));
+        assert_eq!(g.cell(Vec3::new(f32::NAN, 0.0, 0.0)), Err(Error::NonFinite));
+        assert_eq!(
+            Grid::<Vec3>::fit(1.0, &[Vec3::ZERO, Vec3::new(40000.0, 0.0, 0.0)], 16),
+            Err(Error::OutOfRange)
+        );
+        assert!(Grid::<Vec3>::fit(1.0, &[Vec3::new(1e6, 0.0, 0.0)], 16).is_ok());
+    }
+
+    /// The boundary case that breaks an inclusive test: `x1 = -2⁻³⁰`,
+    /// `x2 = 1`, r = 1 round to distance exactly 1. Strict `<` excludes it, and
+    /// every pair the strict test accepts is in adjacent cells.
+    #[test]
+    fn strict_pairs_are_in_adjacent_cells() {
+        let g = Grid::<Vec3>::new(1.0, Vec3::ZERO, 16).unwrap();
+        let a = Vec3::new(-1.0 / (1u64 << 30) as f32, 0.0, 0.0);
+        let b = Vec3::new(1.0, 0.0, 0.0);
+        assert!(a.distance_squared(b) >= g.radius_sq());
+        let mut x = -3.0f32;
+        while x < 3.0 {
+            let p = Vec3::new(x, 0.0, 0.0);
+            let q = Vec3::new(x + 0.999_999, 0.0, 0.0);
+            if p.distance_squared(q) < g.radius_sq() {
+                let (cp, cq) = (g.cell(p).unwrap(), g.cell(q).unwrap());
+                assert!((cq[0] - cp[0]).abs() <= 1);
+            }
+            x += 0.001;
+        }
+    }
+}
