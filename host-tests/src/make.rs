@@ -1,0 +1,45 @@
+//! `Vec`-backed constructors: the runtime-sized form of every structure.
+
+use spatium::uniform::{
+    Bucket, BucketHash, BucketParticle, CellRecord, CellSortedHash, Head, LinkedHash,
+    LinkedParticle, SortedParticle, TableSlot,
+};
+use spatium::{BoundingBox, BruteSlot, Point};
+
+/// Cell-sorted hash over `Vec`s.
+pub type VecCellSorted<P> =
+    CellSortedHash<P, Vec<TableSlot>, Vec<SortedParticle<P>>, Vec<CellRecord<P>>>;
+/// Bucket hash over `Vec`s.
+pub type VecBucket<P, const K: usize> = BucketHash<P, Vec<Bucket<K>>, Vec<BucketParticle<P>>, K>;
+/// Linked hash over `Vec`s.
+pub type VecLinked<P> = LinkedHash<P, Vec<Head>, Vec<LinkedParticle<P>>>;
+
+/// A cell-sorted hash for `capacity` particles and `table` slots.
+pub fn cell_sorted<P: Point>(capacity: usize, table: usize) -> VecCellSorted<P> {
+    CellSortedHash::new(
+        vec![TableSlot::EMPTY; table],
+        vec![SortedParticle::EMPTY; capacity],
+        vec![CellRecord::EMPTY; capacity],
+    )
+}
+
+/// A bucket hash for `capacity` particles and `table` buckets of `K`.
+pub fn bucketed<P: Point, const K: usize>(capacity: usize, table: usize) -> VecBucket<P, K> {
+    BucketHash::new(
+        vec![Bucket::EMPTY; table],
+        vec![BucketParticle::EMPTY; capacity],
+    )
+}
+
+/// A linked hash for `capacity` particles and `table` heads.
+pub fn linked<P: Point>(capacity: usize, table: usize) -> VecLinked<P> {
+    LinkedHash::new(
+        vec![Head::EMPTY; table],
+        vec![LinkedParticle::EMPTY; capacity],
+    )
+}
+
+/// Slots for a brute-force broad phase of `capacity` ids.
+pub fn brute_slots<B: BoundingBox>(capacity: usize) -> Vec<BruteSlot<B>> {
+    vec![BruteSlot::EMPTY; capacity]
+}
