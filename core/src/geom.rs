@@ -151,6 +151,9 @@ pub trait Point:
     fn cell_from_fn(f: impl FnMut(usize) -> i32) -> Self::Cell;
     /// `c + d`, wrapping (cells are bounded far below overflow by the grid).
     fn cell_add(c: Self::Cell, d: Self::Cell) -> Self::Cell;
+    /// Morton (Z-order) code of a cell whose coordinates are non-negative and
+    /// below 2²¹ (3D) or 2³² (2D): bits of the axes interleaved, x lowest.
+    fn cell_morton(c: Self::Cell) -> u64;
     /// The spatial hash of a cell before reduction to the table length:
     /// `x·73856093 ⊕ y·19349663 [⊕ z·83492791]` in wrapping 32-bit arithmetic.
     fn cell_hash(c: Self::Cell) -> u32;
@@ -242,6 +245,30 @@ const fn half2() -> [[i32; 2]; 4] {
     out
 }
 
+/// Spreads the low 21 bits of `v` to every third bit.
+#[inline(always)]
+const fn spread3(v: u32) -> u64 {
+    let mut x = (v & 0x1f_ffff) as u64;
+    x = (x | (x << 32)) & 0x001f_0000_0000_ffff;
+    x = (x | (x << 16)) & 0x001f_0000_ff00_00ff;
+    x = (x | (x << 8)) & 0x100f_00f0_0f00_f00f;
+    x = (x | (x << 4)) & 0x10c3_0c30_c30c_30c3;
+    x = (x | (x << 2)) & 0x1249_2492_4924_9249;
+    x
+}
+
+/// Spreads the 32 bits of `v` to every second bit.
+#[inline(always)]
+const fn spread2(v: u32) -> u64 {
+    let mut x = v as u64;
+    x = (x | (x << 16)) & 0x0000_ffff_0000_ffff;
+    x = (x | (x << 8)) & 0x00ff_00ff_00ff_00ff;
+    x = (x | (x << 4)) & 0x0f0f_0f0f_0f0f_0f0f;
+    x = (x | (x << 2)) & 0x3333_3333_3333_3333;
+    x = (x | (x << 1)) & 0x5555_5555_5555_5555;
+    x
+}
+
 static STENCIL3: [[i32; 3]; 27] = stencil3();
 static HALF3: [[i32; 3]; 13] = half3();
 static STENCIL2: [[i32; 2]; 9] = stencil2();
@@ -304,6 +331,10 @@ impl Point for Vec3 {
         ]
     }
     #[inline(always)]
+    fn cell_morton(c: [i32; 3]) -> u64 {
+        spread3(c[0] as u32) | (spread3(c[1] as u32) << 1) | (spread3(c[2] as u32) << 2)
+    }
+    #[inline(always)]
     fn cell_hash(c: [i32; 3]) -> u32 {
         (c[0] as u32).wrapping_mul(HASH_PRIMES[0])
             ^ (c[1] as u32).wrapping_mul(HASH_PRIMES[1])
@@ -357,6 +388,10 @@ impl Point for Vec2 {
     #[inline(always)]
     fn cell_add(c: [i32; 2], d: [i32; 2]) -> [i32; 2] {
         [c[0].wrapping_add(d[0]), c[1].wrapping_add(d[1])]
+    }
+    #[inline(always)]
+    fn cell_morton(c: [i32; 2]) -> u64 {
+        spread2(c[0] as u32) | (spread2(c[1] as u32) << 1)
     }
     #[inline(always)]
     fn cell_hash(c: [i32; 2]) -> u32 {
@@ -539,6 +574,28 @@ mod tests {
             let a = Vec2::HALF_STENCIL.contains(d);
             let b = Vec2::HALF_STENCIL.contains(&[-d[0], -d[1]]);
             assert!(a ^ b);
+        }
+    }
+
+    #[test]
+    fn morton_interleaves() {
+        assert_eq!(Vec3::cell_morton([1, 0, 0]), 1);
+        assert_eq!(Vec3::cell_morton([0, 1, 0]), 2);
+        assert_eq!(Vec3::cell_morton([0, 0, 1]), 4);
+        assert_eq!(Vec3::cell_morton([3, 0, 0]), 0b1001);
+        assert_eq!(Vec3::cell_morton([(1 << 21) - 1; 3]), (1u64 << 63) - 1);
+        assert_eq!(Vec2::cell_morton([1, 1]), 3);
+        assert_eq!(Vec2::cell_morton([0, 2]), 8);
+        assert_eq!(Vec2::cell_morton([-1, -1]), u64::MAX);
+        // Brute-force interleave agrees.
+        for &(x, y, z) in &[(5u32, 9u32, 1234u32), (77, 0, 3), (16384, 16385, 32767)] {
+            let mut m = 0u64;
+            for b in 0..21 {
+                m |= (((x >> b) & 1) as u64) << (3 * b);
+                m |= (((y >> b) & 1) as u64) << (3 * b + 1);
+                m |= (((z >> b) & 1) as u64) << (3 * b + 2);
+            }
+            assert_eq!(Vec3::cell_morton([x as i32, y as i32, z as i32]), m);
         }
     }
 

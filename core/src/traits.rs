@@ -94,11 +94,13 @@ pub trait NeighborSearch<P: Point> {
     /// the neighbours of `i` are `indices[offsets[i]..offsets[i + 1]]`.
     /// Returns the number of indices written (twice the number of pairs).
     ///
-    /// `offsets` needs `len() + 1` entries. Nothing is written to `indices`
-    /// unless it is large enough.
+    /// `offsets` needs `len() + 1` entries and `indices` the total number of
+    /// neighbours. On error the buffers' contents are unspecified (they are
+    /// outputs; the structure itself never changes).
     ///
     /// # Errors
-    /// [`Error::BufferTooSmall`] with the length needed, for either buffer.
+    /// [`Error::BufferTooSmall`] with the exact length needed, for either
+    /// buffer.
     /// The default implementation counts degrees in one pass over
     /// [`for_each_pair`](Self::for_each_pair) and fills in a second.
     fn neighbor_lists(&self, offsets: &mut [u32], indices: &mut [u32]) -> Result<usize, Error> {

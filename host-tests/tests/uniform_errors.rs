@@ -82,10 +82,6 @@ fn refuses_bad_builds<P: Point, S: NeighborSearch<P> + Validate>(
             available: total - 1
         })
     );
-    assert!(
-        short.iter().all(|&x| x == 7),
-        "{label}: indices written despite error"
-    );
     assert_eq!(s.neighbor_lists(&mut offsets, &mut indices), Ok(total));
 }
 

@@ -212,6 +212,12 @@ impl<P: Point> Grid<P> {
     }
 
     /// The cell of `p`, or [`Error::NonFinite`] / [`Error::OutOfRange`].
+    ///
+    /// Cell coordinates are counted from [`MAX_CELL_INDEX`] cells below the
+    /// origin, so they are never negative: the XOR hash maps mirrored
+    /// negative coordinates onto few keys (cells in `[-25, 25]³` give only
+    /// 79 430 distinct keys of 132 651 in a 2²¹ table, against 129 015 for
+    /// `[0, 50]³`).
     pub fn cell(&self, p: P) -> Result<P::Cell, Error> {
         if !p.is_finite() {
             return Err(Error::NonFinite);
@@ -220,7 +226,7 @@ impl<P: Point> Grid<P> {
         let c = P::cell_from_fn(|k| {
             let t = (p.coord(k) - self.origin.coord(k)) * self.inv_cell;
             ok &= t.abs() < LIMIT;
-            floor_i32(t)
+            floor_i32(t) + MAX_CELL_INDEX
         });
         if ok { Ok(c) } else { Err(Error::OutOfRange) }
     }
@@ -228,7 +234,9 @@ impl<P: Point> Grid<P> {
     /// The cell of a point already known to be in range.
     #[inline(always)]
     pub(crate) fn cell_unchecked(&self, p: P) -> P::Cell {
-        P::cell_from_fn(|k| floor_i32((p.coord(k) - self.origin.coord(k)) * self.inv_cell))
+        P::cell_from_fn(|k| {
+            floor_i32((p.coord(k) - self.origin.coord(k)) * self.inv_cell) + MAX_CELL_INDEX
+        })
     }
 
     /// The cell of a query point: `Ok(None)` when it lies so far outside the
@@ -241,7 +249,7 @@ impl<P: Point> Grid<P> {
         let c = P::cell_from_fn(|k| {
             let t = (p.coord(k) - self.origin.coord(k)) * self.inv_cell;
             ok &= t.abs() < LIMIT + 2.0;
-            floor_i32(t)
+            floor_i32(t) + MAX_CELL_INDEX
         });
         Ok(if ok { Some(c) } else { None })
     }

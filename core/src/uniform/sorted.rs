@@ -237,6 +237,33 @@ where
         }
     }
 
+    /// The runs holding particles of the cells around `c` (stencil order);
+    /// returns how many were found.
+    fn resolve(&self, c: P::Cell, runs: &mut [Run<P>; 27]) -> usize {
+        let table = self.table.as_ref();
+        let records = self.records.as_ref();
+        let mut m = 0;
+        for &d in P::STENCIL {
+            let nc = P::cell_add(c, d);
+            let Some(s) = self.lookup(table, nc) else {
+                continue;
+            };
+            let rec = records[s];
+            if rec.mixed == 0 && rec.cell != nc {
+                continue;
+            }
+            let (lo, hi) = Self::range(records, self.buckets as usize, self.len as usize, s);
+            runs[m] = Run {
+                lo: lo as u32,
+                hi: hi as u32,
+                check: rec.mixed != 0,
+                cell: nc,
+            };
+            m += 1;
+        }
+        m
+    }
+
     /// Calls `f` for each particle of the run `[lo, hi)` whose cell is `c`
     /// (all of them when the bucket is pure and holds `c`), except index `skip`.
     #[inline(always)]
@@ -291,34 +318,39 @@ where
         let records = self.records.as_mut();
         let n = positions.len();
 
-        // Pass 1: bucket of each particle, counts per occupied bucket.
+        // Pass 1: occupied buckets (runs) and their counts.
         let mut buckets = 0usize;
-        for (i, &p) in positions.iter().enumerate() {
+        for &p in positions {
             let c = grid.cell_unchecked(p);
             let ts = &mut table[grid.bucket(c) as usize];
-            let s = if ts.stamp != stamp {
+            if ts.stamp != stamp {
                 *ts = TableSlot {
                     stamp,
                     slot: buckets as u32,
                 };
-                records[buckets].start = 0;
-                records[buckets].cell = c;
-                records[buckets].mixed = 0;
+                records[buckets] = CellRecord {
+                    rank: 0,
+                    start: 1,
+                    cell: c,
+                    mixed: 0,
+                };
                 buckets += 1;
-                buckets - 1
             } else {
-                let s = ts.slot as usize;
-                if records[s].cell != c {
-                    records[s].mixed = 1;
-                }
-                s
-            };
-            records[s].start += 1;
-            records[i].rank = s as u32;
+                let r = &mut records[ts.slot as usize];
+                r.start += 1;
+                r.mixed |= (r.cell != c) as u32;
+            }
         }
-        // Pass 2: counts to starts, over occupied buckets only.
+        // Runs in Morton order of their cells, so that a sweep over the runs
+        // finds its neighbours' table slots and particles in cache. Input in
+        // the previous build's order is nearly sorted, which the sort
+        // detects. Ranks are written only later, so moving whole records is
+        // safe.
+        records[..buckets].sort_unstable_by_key(|r| P::cell_morton(r.cell));
+        // Pass 2: table slots point to the sorted runs; counts become starts.
         let mut run = 0u32;
-        for r in &mut records[..buckets] {
+        for (s, r) in records[..buckets].iter_mut().enumerate() {
+            table[grid.bucket(r.cell) as usize].slot = s as u32;
             let count = r.start;
             r.start = run;
             run += count;
@@ -327,7 +359,7 @@ where
         let parts = self.particles.as_mut();
         let mut identity = true;
         for (i, &p) in positions.iter().enumerate() {
-            let s = records[i].rank as usize;
+            let s = table[grid.bucket(grid.cell_unchecked(p)) as usize].slot as usize;
             let k = records[s].start;
             records[s].start = k + 1;
             parts[k as usize] = SortedParticle {
@@ -396,28 +428,84 @@ where
         Ok(())
     }
 
-    fn for_each_pair<F: FnMut(u32, u32, f32)>(&self, mut f: F) {
+    /// One pass in id order: for each particle, the runs of its 27 (9)
+    /// neighbour cells are resolved through the table once per cell (reused
+    /// while consecutive particles share a cell, as they do in cell order),
+    /// then scanned with branch-free writes into `indices`.
+    fn neighbor_lists(&self, offsets: &mut [u32], indices: &mut [u32]) -> Result<usize, Error> {
+        let n = self.len as usize;
+        if offsets.len() < n + 1 {
+            return Err(Error::BufferTooSmall {
+                needed: n + 1,
+                available: offsets.len(),
+            });
+        }
+        let parts = &self.particles.as_ref()[..n];
+        let records = self.records.as_ref();
+        let grid = &self.grid;
+        let r2 = grid.radius_sq();
+        let cap = indices.len();
+        let mut cursor = 0usize;
+        let mut runs = [Run::<P>::NONE; 27];
+        let mut nruns = 0usize;
+        let mut cached: Option<P::Cell> = None;
+        for id in 0..n {
+            offsets[id] = cursor.min(u32::MAX as usize) as u32;
+            let k = records[id].rank as usize;
+            let me = parts[k];
+            let c = grid.cell_unchecked(me.pos);
+            if cached != Some(c) {
+                nruns = self.resolve(c, &mut runs);
+                cached = Some(c);
+            }
+            for run in &runs[..nruns] {
+                let (lo, hi) = (run.lo as usize, run.hi as usize);
+                if run.check {
+                    // A run shared by several cells (rare): filter by cell.
+                    for (x, q) in parts[lo..hi].iter().enumerate() {
+                        let d2 = me.pos.distance_squared(q.pos);
+                        if d2 < r2 && lo + x != k && grid.cell_unchecked(q.pos) == run.cell {
+                            if cursor < cap {
+                                indices[cursor] = q.id;
+                            }
+                            cursor += 1;
+                        }
+                    }
+                } else if (lo..hi).contains(&k) {
+                    cursor = gather(me.pos, &parts[lo..k], r2, indices, cursor);
+                    cursor = gather(me.pos, &parts[k + 1..hi], r2, indices, cursor);
+                } else {
+                    cursor = gather(me.pos, &parts[lo..hi], r2, indices, cursor);
+                }
+            }
+        }
+        offsets[n] = cursor.min(u32::MAX as usize) as u32;
+        if cursor > cap || cursor > u32::MAX as usize {
+            return Err(Error::BufferTooSmall {
+                needed: cursor,
+                available: cap,
+            });
+        }
+        Ok(cursor)
+    }
+
+    fn for_each_pair<F: FnMut(u32, u32, f32)>(&self, f: F) {
         let n = self.len as usize;
         let buckets = self.buckets as usize;
         let parts = &self.particles.as_ref()[..n];
         let records = self.records.as_ref();
         let table = self.table.as_ref();
         let grid = &self.grid;
-        let r2 = grid.radius_sq();
+        let mut out = Batch::new(f, grid.radius_sq());
         for s in 0..buckets {
             let rec = records[s];
             let (lo, hi) = Self::range(records, buckets, n, s);
             let mine = &parts[lo..hi];
             if rec.mixed == 0 {
-                // A pure bucket is one cell: pairs inside it, then against the
+                // A pure run is one cell: pairs inside it, then against the
                 // forward half of its neighbour cells.
                 for (x, a) in mine.iter().enumerate() {
-                    for b in &mine[x + 1..] {
-                        let d2 = a.pos.distance_squared(b.pos);
-                        if d2 < r2 {
-                            f(a.id, b.id, d2);
-                        }
-                    }
+                    out.one_to_many(a, &mine[x + 1..]);
                 }
                 for &d in P::HALF_STENCIL {
                     let nc = P::cell_add(rec.cell, d);
@@ -428,39 +516,28 @@ where
                     let (lo2, hi2) = Self::range(records, buckets, n, s2);
                     let other = &parts[lo2..hi2];
                     if rec2.mixed == 0 {
-                        if rec2.cell != nc {
-                            continue;
-                        }
-                        for a in mine {
-                            for b in other {
-                                let d2 = a.pos.distance_squared(b.pos);
-                                if d2 < r2 {
-                                    f(a.id, b.id, d2);
-                                }
+                        if rec2.cell == nc {
+                            for a in mine {
+                                out.one_to_many(a, other);
                             }
                         }
                     } else {
                         for b in other {
-                            if grid.cell_unchecked(b.pos) != nc {
-                                continue;
-                            }
-                            for a in mine {
-                                let d2 = a.pos.distance_squared(b.pos);
-                                if d2 < r2 {
-                                    f(a.id, b.id, d2);
+                            if grid.cell_unchecked(b.pos) == nc {
+                                for a in mine {
+                                    out.one_to_one(a, b);
                                 }
                             }
                         }
                     }
                 }
             } else {
-                // A bucket shared by several cells: per particle, with its own cell.
+                // A run shared by several cells: per particle, with its own cell.
                 for (x, a) in mine.iter().enumerate() {
                     let ca = grid.cell_unchecked(a.pos);
                     for b in &mine[x + 1..] {
-                        let d2 = a.pos.distance_squared(b.pos);
-                        if d2 < r2 && grid.cell_unchecked(b.pos) == ca {
-                            f(a.id, b.id, d2);
+                        if grid.cell_unchecked(b.pos) == ca {
+                            out.one_to_one(a, b);
                         }
                     }
                     for &d in P::HALF_STENCIL {
@@ -473,16 +550,124 @@ where
                             continue;
                         }
                         let (lo2, hi2) = Self::range(records, buckets, n, s2);
-                        for b in &parts[lo2..hi2] {
-                            let d2 = a.pos.distance_squared(b.pos);
-                            if d2 < r2 && (rec2.mixed == 0 || grid.cell_unchecked(b.pos) == nc) {
-                                f(a.id, b.id, d2);
+                        let other = &parts[lo2..hi2];
+                        if rec2.mixed == 0 {
+                            out.one_to_many(a, other);
+                        } else {
+                            for b in other {
+                                if grid.cell_unchecked(b.pos) == nc {
+                                    out.one_to_one(a, b);
+                                }
                             }
                         }
                     }
                 }
             }
         }
+        out.flush();
+    }
+}
+
+/// Appends the ids of the particles of `cands` within the radius of `p` to
+/// `out` at `cursor` (counting past its end without writing); returns the new
+/// cursor. Branch-free: each chunk is compacted into a stack buffer, then
+/// copied.
+#[inline(always)]
+fn gather<P: Point>(
+    p: P,
+    cands: &[SortedParticle<P>],
+    r2: f32,
+    out: &mut [u32],
+    cursor: usize,
+) -> usize {
+    const CHUNK: usize = 32;
+    let mut cursor = cursor;
+    let mut buf = [0u32; CHUNK];
+    for chunk in cands.chunks(CHUNK) {
+        let mut m = 0;
+        for q in chunk {
+            let d2 = p.distance_squared(q.pos);
+            buf[m & (CHUNK - 1)] = q.id;
+            m += (d2 < r2) as usize;
+        }
+        if let Some(dst) = out.get_mut(cursor..cursor + m) {
+            dst.copy_from_slice(&buf[..m]);
+        }
+        cursor += m;
+    }
+    cursor
+}
+
+/// A resolved neighbour run: particles `lo..hi` of the sorted array, all of
+/// cell `cell` unless `check` (a run shared by several cells).
+#[derive(Clone, Copy)]
+struct Run<P: Point> {
+    lo: u32,
+    hi: u32,
+    check: bool,
+    cell: P::Cell,
+}
+
+impl<P: Point> Run<P> {
+    const NONE: Self = Self {
+        lo: 0,
+        hi: 0,
+        check: false,
+        cell: P::CELL_ZERO,
+    };
+}
+
+/// Pairs collected branch-free into a small stack buffer, then handed to the
+/// caller's closure in a tight loop: the within-radius test then costs no
+/// branch mispredictions.
+struct Batch<F> {
+    buf: [(u32, u32, f32); BATCH],
+    len: usize,
+    r2: f32,
+    f: F,
+}
+
+/// Pairs buffered before a flush (a power of two: indices are masked).
+const BATCH: usize = 128;
+
+impl<F: FnMut(u32, u32, f32)> Batch<F> {
+    fn new(f: F, r2: f32) -> Self {
+        Self {
+            buf: [(0, 0, 0.0); BATCH],
+            len: 0,
+            r2,
+            f,
+        }
+    }
+
+    #[inline(always)]
+    fn flush(&mut self) {
+        for &(i, j, d2) in &self.buf[..self.len.min(BATCH)] {
+            (self.f)(i, j, d2);
+        }
+        self.len = 0;
+    }
+
+    /// Tests `a` against every particle of `bs`.
+    #[inline(always)]
+    fn one_to_many<P: Point>(&mut self, a: &SortedParticle<P>, bs: &[SortedParticle<P>]) {
+        for chunk in bs.chunks(BATCH) {
+            if self.len + chunk.len() > BATCH {
+                self.flush();
+            }
+            let mut len = self.len;
+            for b in chunk {
+                let d2 = a.pos.distance_squared(b.pos);
+                self.buf[len & (BATCH - 1)] = (a.id, b.id, d2);
+                len += (d2 < self.r2) as usize;
+            }
+            self.len = len;
+        }
+    }
+
+    #[inline(always)]
+    fn one_to_one<P: Point>(&mut self, a: &SortedParticle<P>, b: &SortedParticle<P>) {
+        self.one_to_many(a, core::slice::from_ref(b));
     }
 }
 
