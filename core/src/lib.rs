@@ -61,3 +61,8 @@ pub use error::{Corruption, Error, Validate};
 pub use geom::{Aabb2, Aabb3, BoundingBox, HASH_PRIMES, Point, Vec2, Vec3};
 pub use storage::Storage;
 pub use traits::{BroadPhase, NeighborSearch};
+
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeDoctests;

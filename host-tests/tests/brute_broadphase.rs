@@ -22,10 +22,10 @@ fn model_pairs(model: &[Option<Aabb3>]) -> Vec<(u32, u32)> {
     let mut v = Vec::new();
     for i in 0..model.len() {
         for j in i + 1..model.len() {
-            if let (Some(a), Some(b)) = (model[i], model[j]) {
-                if overlap3(&a, &b) {
-                    v.push((i as u32, j as u32));
-                }
+            if let (Some(a), Some(b)) = (model[i], model[j])
+                && overlap3(&a, &b)
+            {
+                v.push((i as u32, j as u32));
             }
         }
     }
@@ -57,8 +57,8 @@ fn boxed(c: [i8; 6]) -> Aabb3 {
 fn op() -> impl Strategy<Value = Op> {
     let b = prop::array::uniform6(any::<i8>());
     prop_oneof![
-        4 => (0u8..40, b.clone()).prop_map(|(i, b)| Op::Insert(i, b)),
-        3 => (0u8..40, b.clone()).prop_map(|(i, b)| Op::Update(i, b)),
+        4 => (0u8..40, b).prop_map(|(i, b)| Op::Insert(i, b)),
+        3 => (0u8..40, b).prop_map(|(i, b)| Op::Update(i, b)),
         2 => (0u8..40).prop_map(Op::Remove),
         2 => b.prop_map(Op::Query),
         1 => Just(Op::Clear),

@@ -121,6 +121,8 @@ where
     buckets: u32,
     stamp: u32,
     identity: bool,
+    /// Input particles whose cell equals their predecessor's (input coherence).
+    coherent: u32,
     _p: PhantomData<P>,
 }
 
@@ -143,6 +145,7 @@ where
             buckets: 0,
             stamp: 0,
             identity: true,
+            coherent: 0,
             _p: PhantomData,
         }
     }
@@ -237,6 +240,50 @@ where
         }
     }
 
+    /// Appends the neighbours of the particle at sorted index `k` to `out`
+    /// at `cursor` (counting without writing past its end); returns the new
+    /// cursor.
+    #[inline]
+    fn gather_one(
+        &self,
+        k: usize,
+        cache: &mut RunCache<P>,
+        out: &mut [u32],
+        cursor: usize,
+    ) -> usize {
+        let parts = &self.particles.as_ref()[..self.len as usize];
+        let grid = &self.grid;
+        let r2 = grid.radius_sq();
+        let me = parts[k];
+        let c = grid.cell_unchecked(me.pos);
+        if cache.cell != Some(c) {
+            cache.len = self.resolve(c, &mut cache.runs);
+            cache.cell = Some(c);
+        }
+        let mut cursor = cursor;
+        for run in &cache.runs[..cache.len] {
+            let (lo, hi) = (run.lo as usize, run.hi as usize);
+            if run.check {
+                // A run shared by several cells (rare): filter by cell.
+                for (x, q) in parts[lo..hi].iter().enumerate() {
+                    let d2 = me.pos.distance_squared(q.pos);
+                    if d2 < r2 && lo + x != k && grid.cell_unchecked(q.pos) == run.cell {
+                        if let Some(slot) = out.get_mut(cursor) {
+                            *slot = q.id;
+                        }
+                        cursor += 1;
+                    }
+                }
+            } else if (lo..hi).contains(&k) {
+                cursor = gather(me.pos, &parts[lo..k], r2, out, cursor);
+                cursor = gather(me.pos, &parts[k + 1..hi], r2, out, cursor);
+            } else {
+                cursor = gather(me.pos, &parts[lo..hi], r2, out, cursor);
+            }
+        }
+        cursor
+    }
+
     /// The runs holding particles of the cells around `c` (stencil order);
     /// returns how many were found.
     fn resolve(&self, c: P::Cell, runs: &mut [Run<P>; 27]) -> usize {
@@ -320,8 +367,12 @@ where
 
         // Pass 1: occupied buckets (runs) and their counts.
         let mut buckets = 0usize;
+        let mut coherent = 0u32;
+        let mut prev = None;
         for &p in positions {
             let c = grid.cell_unchecked(p);
+            coherent += (prev == Some(c)) as u32;
+            prev = Some(c);
             let ts = &mut table[grid.bucket(c) as usize];
             if ts.stamp != stamp {
                 *ts = TableSlot {
@@ -379,6 +430,7 @@ where
         self.len = n as u32;
         self.buckets = buckets as u32;
         self.identity = identity;
+        self.coherent = coherent;
         Ok(())
     }
 
@@ -428,10 +480,12 @@ where
         Ok(())
     }
 
-    /// One pass in id order: for each particle, the runs of its 27 (9)
-    /// neighbour cells are resolved through the table once per cell (reused
-    /// while consecutive particles share a cell, as they do in cell order),
-    /// then scanned with branch-free writes into `indices`.
+    /// Input in cell order (most particles share their predecessor's cell)
+    /// is served in one pass in id order, resolving the 27 (9) neighbour runs
+    /// once per cell and writing each list sequentially. Other input is
+    /// served in two sweeps over the runs in Morton order, one counting and
+    /// one writing each particle's list at its offset, so that neighbour runs
+    /// are read coherently whatever the ids.
     fn neighbor_lists(&self, offsets: &mut [u32], indices: &mut [u32]) -> Result<usize, Error> {
         let n = self.len as usize;
         if offsets.len() < n + 1 {
@@ -440,53 +494,44 @@ where
                 available: offsets.len(),
             });
         }
-        let parts = &self.particles.as_ref()[..n];
-        let records = self.records.as_ref();
-        let grid = &self.grid;
-        let r2 = grid.radius_sq();
-        let cap = indices.len();
-        let mut cursor = 0usize;
-        let mut runs = [Run::<P>::NONE; 27];
-        let mut nruns = 0usize;
-        let mut cached: Option<P::Cell> = None;
-        for id in 0..n {
-            offsets[id] = cursor.min(u32::MAX as usize) as u32;
-            let k = records[id].rank as usize;
-            let me = parts[k];
-            let c = grid.cell_unchecked(me.pos);
-            if cached != Some(c) {
-                nruns = self.resolve(c, &mut runs);
-                cached = Some(c);
+        let offsets = &mut offsets[..=n];
+        let total = if 2 * self.coherent as usize >= n {
+            let mut cursor = 0usize;
+            let mut cache = RunCache::new();
+            let records = &self.records.as_ref()[..n];
+            for (off, rec) in offsets.iter_mut().zip(records) {
+                *off = cursor.min(u32::MAX as usize) as u32;
+                let k = rec.rank as usize;
+                cursor = self.gather_one(k, &mut cache, indices, cursor);
             }
-            for run in &runs[..nruns] {
-                let (lo, hi) = (run.lo as usize, run.hi as usize);
-                if run.check {
-                    // A run shared by several cells (rare): filter by cell.
-                    for (x, q) in parts[lo..hi].iter().enumerate() {
-                        let d2 = me.pos.distance_squared(q.pos);
-                        if d2 < r2 && lo + x != k && grid.cell_unchecked(q.pos) == run.cell {
-                            if cursor < cap {
-                                indices[cursor] = q.id;
-                            }
-                            cursor += 1;
-                        }
-                    }
-                } else if (lo..hi).contains(&k) {
-                    cursor = gather(me.pos, &parts[lo..k], r2, indices, cursor);
-                    cursor = gather(me.pos, &parts[k + 1..hi], r2, indices, cursor);
-                } else {
-                    cursor = gather(me.pos, &parts[lo..hi], r2, indices, cursor);
+            offsets[n] = cursor.min(u32::MAX as usize) as u32;
+            cursor
+        } else {
+            // Sweep 1: degrees, stored at offsets[id + 1].
+            offsets[0] = 0;
+            let mut cache = RunCache::new();
+            for (k, sp) in self.sorted().iter().enumerate() {
+                let deg = self.gather_one(k, &mut cache, &mut [], 0);
+                offsets[sp.id as usize + 1] = deg.min(u32::MAX as usize) as u32;
+            }
+            let total = crate::csr::prefix_sum(offsets);
+            if total <= indices.len() && total < u32::MAX as usize {
+                // Sweep 2: each list written at its offset.
+                let mut cache = RunCache::new();
+                for (k, sp) in self.sorted().iter().enumerate() {
+                    let at = offsets[sp.id as usize] as usize;
+                    self.gather_one(k, &mut cache, indices, at);
                 }
             }
-        }
-        offsets[n] = cursor.min(u32::MAX as usize) as u32;
-        if cursor > cap || cursor > u32::MAX as usize {
+            total
+        };
+        if total > indices.len() || total >= u32::MAX as usize {
             return Err(Error::BufferTooSmall {
-                needed: cursor,
-                available: cap,
+                needed: total,
+                available: indices.len(),
             });
         }
-        Ok(cursor)
+        Ok(total)
     }
 
     fn for_each_pair<F: FnMut(u32, u32, f32)>(&self, f: F) {
@@ -596,6 +641,23 @@ fn gather<P: Point>(
         cursor += m;
     }
     cursor
+}
+
+/// The resolved neighbour runs of the last cell seen.
+struct RunCache<P: Point> {
+    cell: Option<P::Cell>,
+    runs: [Run<P>; 27],
+    len: usize,
+}
+
+impl<P: Point> RunCache<P> {
+    fn new() -> Self {
+        Self {
+            cell: None,
+            runs: [Run::NONE; 27],
+            len: 0,
+        }
+    }
 }
 
 /// A resolved neighbour run: particles `lo..hi` of the sorted array, all of
