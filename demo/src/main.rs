@@ -126,9 +126,9 @@ fn main() -> ExitCode {
             counts.push(c);
             if step == 0 {
                 println!(
-                    "cell-sorted: {} occupied buckets, {} shared by several cells",
-                    h.occupied_buckets(),
-                    h.mixed_buckets()
+                    "cell-sorted: {} occupied cells, {} share a table slot",
+                    h.occupied_cells(),
+                    h.colliding_cells()
                 );
             }
             // Keep the particles in cell order for the next step.

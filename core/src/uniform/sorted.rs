@@ -1,4 +1,4 @@
-//! Strategy (a): particles counting-sorted by bucket, with start offsets.
+//! Strategy (a): particles counting-sorted by cell, with start offsets.
 //!
 //! The layout of the GPU pipeline (cell index per particle, sort by cell,
 //! offset of each cell's first particle), built here on the CPU in `O(N)`
@@ -12,8 +12,9 @@ use crate::geom::Point;
 use crate::storage::Storage;
 use crate::traits::NeighborSearch;
 
-/// A table slot: the build it was written in and the occupied-bucket record
-/// it points to.
+const NIL: u32 = u32::MAX;
+
+/// A table slot: the build it was written in and the first run of its chain.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct TableSlot {
@@ -53,14 +54,14 @@ impl<P: Point> SortedParticle<P> {
 
 /// Per-index bookkeeping of a [`CellSortedHash`]. Entry `i` holds the rank
 /// (sorted position) of input particle `i`, and, for `i` below the number of
-/// occupied buckets, the start, cell and purity of the `i`-th occupied bucket.
+/// occupied cells, the start and cell of the `i`-th run and the next run
+/// whose cell hashes to the same table slot.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct CellRecord<P: Point> {
     rank: u32,
     start: u32,
     cell: P::Cell,
-    /// Non-zero when particles of more than one cell share this bucket.
-    mixed: u32,
+    next: u32,
 }
 
 impl<P: Point> CellRecord<P> {
@@ -69,22 +70,25 @@ impl<P: Point> CellRecord<P> {
         rank: 0,
         start: 0,
         cell: P::CELL_ZERO,
-        mixed: 0,
+        next: NIL,
     };
 }
 
 /// Uniform spatial hash with cell-sorted buckets (strategy (a)).
 ///
-/// A build counting-sorts particle indices by bucket: one pass assigns each
-/// particle its bucket and counts, one pass over the *occupied* buckets turns
-/// counts into start offsets, one pass scatters positions and ids into bucket
-/// order. Empty slots are never visited: a bucket is occupied when its stamp
-/// is the current build's. Queries read each neighbouring bucket as one
-/// contiguous run of positions.
+/// A build counting-sorts particle indices by cell: one pass finds each
+/// particle's cell through the table and counts, one pass over the
+/// *occupied* cells turns counts into start offsets, one pass scatters
+/// positions and ids into cell order. Empty slots are never visited: a slot
+/// is occupied when its stamp is the current build's. Cells that hash to the
+/// same slot are chained through their records, so every run holds exactly
+/// one cell and a hash collision costs one comparison, never a wrong or
+/// duplicated answer. Queries read each neighbouring cell as one contiguous
+/// run of positions.
 ///
-/// Buckets are numbered in order of first occurrence in the input, so input
-/// that is already in cell order (see [`reorder`](Self::reorder)) comes out
-/// of the sort unchanged and is read sequentially.
+/// Runs are ordered by the Morton code of their cell, so sweeps visit space
+/// coherently; input already in that order (see [`reorder`](Self::reorder))
+/// comes out of the sort unchanged.
 ///
 /// # Memory
 ///
@@ -118,7 +122,7 @@ where
     records: C,
     grid: Grid<P>,
     len: u32,
-    buckets: u32,
+    runs: u32,
     stamp: u32,
     identity: bool,
     /// Input particles whose cell equals their predecessor's (input coherence).
@@ -142,7 +146,7 @@ where
             records,
             grid: Grid::EMPTY,
             len: 0,
-            buckets: 0,
+            runs: 0,
             stamp: 0,
             identity: true,
             coherent: 0,
@@ -152,11 +156,12 @@ where
 
     /// Most particles a build accepts.
     pub fn capacity(&self) -> usize {
-        self.particles
+        let n = self
+            .particles
             .as_ref()
             .len()
-            .min(self.records.as_ref().len())
-            .min(u32::MAX as usize - 1)
+            .min(self.records.as_ref().len());
+        n.min(NIL as usize - 1)
     }
 
     /// The grid of the last build.
@@ -164,17 +169,22 @@ where
         &self.grid
     }
 
-    /// Number of occupied buckets.
-    pub fn occupied_buckets(&self) -> usize {
-        self.buckets as usize
+    /// Number of occupied cells (runs).
+    pub fn occupied_cells(&self) -> usize {
+        self.runs as usize
     }
 
-    /// Number of occupied buckets holding particles of more than one cell
-    /// (hash collisions between occupied cells); `O(buckets)`.
-    pub fn mixed_buckets(&self) -> usize {
-        self.records.as_ref()[..self.buckets as usize]
+    /// Number of occupied cells that share their table slot with another
+    /// occupied cell (hash collisions); `O(cells)`.
+    pub fn colliding_cells(&self) -> usize {
+        let records = &self.records.as_ref()[..self.runs as usize];
+        let table = self.table.as_ref();
+        records
             .iter()
-            .filter(|r| r.mixed != 0)
+            .enumerate()
+            .filter(|&(s, r)| {
+                r.next != NIL || table[self.grid.bucket(r.cell) as usize].slot != s as u32
+            })
             .count()
     }
 
@@ -192,13 +202,14 @@ where
     /// Empties the hash in `O(1)`.
     pub fn clear(&mut self) {
         self.len = 0;
-        self.buckets = 0;
+        self.runs = 0;
         self.identity = true;
-        // Stale entries are told apart by the stamp of the next build.
+        self.coherent = 0;
+        // Stale slots are told apart by the stamp of the next build.
     }
 
     /// Writes `src` permuted into cell order: `dst[k] = src[sorted()[k].id()]`.
-    /// Rebuilding from data reordered this way makes every bucket a
+    /// Rebuilding from data reordered this way makes every cell a
     /// contiguous, sequentially read run (better cache use for the caller's
     /// own per-particle arrays too). Ids refer to the new order after the
     /// next build.
@@ -217,27 +228,50 @@ where
         Ok(())
     }
 
-    /// Range of particles of occupied bucket `s`.
+    /// Range of particles of run `s`.
     #[inline(always)]
-    fn range(records: &[CellRecord<P>], buckets: usize, n: usize, s: usize) -> (usize, usize) {
+    fn range(&self, records: &[CellRecord<P>], s: usize) -> (usize, usize) {
         let lo = records[s].start as usize;
-        let hi = if s + 1 < buckets {
+        let hi = if s + 1 < self.runs as usize {
             records[s + 1].start as usize
         } else {
-            n
+            self.len as usize
         };
         (lo, hi)
     }
 
-    /// The occupied bucket a cell hashes to, if any.
+    /// The run of cell `c`, if it is occupied: the slot's chain is walked
+    /// comparing cells (one step unless occupied cells collide).
     #[inline(always)]
-    fn lookup(&self, table: &[TableSlot], c: P::Cell) -> Option<usize> {
+    fn lookup(&self, table: &[TableSlot], records: &[CellRecord<P>], c: P::Cell) -> Option<usize> {
         let ts = table[self.grid.bucket(c) as usize];
-        if ts.stamp == self.stamp {
-            Some(ts.slot as usize)
-        } else {
-            None
+        if ts.stamp != self.stamp {
+            return None;
         }
+        let mut s = ts.slot;
+        while let Some(r) = records.get(s as usize) {
+            if r.cell == c {
+                return Some(s as usize);
+            }
+            s = r.next;
+        }
+        None
+    }
+
+    /// The runs of the occupied cells around `c`, in stencil order; returns
+    /// how many there are.
+    fn resolve(&self, c: P::Cell, runs: &mut [(u32, u32); 27]) -> usize {
+        let table = self.table.as_ref();
+        let records = self.records.as_ref();
+        let mut m = 0;
+        for &d in P::STENCIL {
+            if let Some(s) = self.lookup(table, records, P::cell_add(c, d)) {
+                let (lo, hi) = self.range(records, s);
+                runs[m] = (lo as u32, hi as u32);
+                m += 1;
+            }
+        }
+        m
     }
 
     /// Appends the neighbours of the particle at sorted index `k` to `out`
@@ -252,29 +286,17 @@ where
         cursor: usize,
     ) -> usize {
         let parts = &self.particles.as_ref()[..self.len as usize];
-        let grid = &self.grid;
-        let r2 = grid.radius_sq();
+        let r2 = self.grid.radius_sq();
         let me = parts[k];
-        let c = grid.cell_unchecked(me.pos);
+        let c = self.grid.cell_unchecked(me.pos);
         if cache.cell != Some(c) {
             cache.len = self.resolve(c, &mut cache.runs);
             cache.cell = Some(c);
         }
         let mut cursor = cursor;
-        for run in &cache.runs[..cache.len] {
-            let (lo, hi) = (run.lo as usize, run.hi as usize);
-            if run.check {
-                // A run shared by several cells (rare): filter by cell.
-                for (x, q) in parts[lo..hi].iter().enumerate() {
-                    let d2 = me.pos.distance_squared(q.pos);
-                    if d2 < r2 && lo + x != k && grid.cell_unchecked(q.pos) == run.cell {
-                        if let Some(slot) = out.get_mut(cursor) {
-                            *slot = q.id;
-                        }
-                        cursor += 1;
-                    }
-                }
-            } else if (lo..hi).contains(&k) {
+        for &(lo, hi) in &cache.runs[..cache.len] {
+            let (lo, hi) = (lo as usize, hi as usize);
+            if (lo..hi).contains(&k) {
                 cursor = gather(me.pos, &parts[lo..k], r2, out, cursor);
                 cursor = gather(me.pos, &parts[k + 1..hi], r2, out, cursor);
             } else {
@@ -284,62 +306,20 @@ where
         cursor
     }
 
-    /// The runs holding particles of the cells around `c` (stencil order);
-    /// returns how many were found.
-    fn resolve(&self, c: P::Cell, runs: &mut [Run<P>; 27]) -> usize {
-        let table = self.table.as_ref();
-        let records = self.records.as_ref();
-        let mut m = 0;
-        for &d in P::STENCIL {
-            let nc = P::cell_add(c, d);
-            let Some(s) = self.lookup(table, nc) else {
-                continue;
-            };
-            let rec = records[s];
-            if rec.mixed == 0 && rec.cell != nc {
-                continue;
-            }
-            let (lo, hi) = Self::range(records, self.buckets as usize, self.len as usize, s);
-            runs[m] = Run {
-                lo: lo as u32,
-                hi: hi as u32,
-                check: rec.mixed != 0,
-                cell: nc,
-            };
-            m += 1;
-        }
-        m
-    }
-
-    /// Calls `f` for each particle of the run `[lo, hi)` whose cell is `c`
-    /// (all of them when the bucket is pure and holds `c`), except index `skip`.
+    /// Calls `f` for each particle of cell `c` within the radius of `p`,
+    /// except sorted index `skip`.
     #[inline(always)]
     fn scan_cell<F: FnMut(u32, f32)>(&self, p: P, c: P::Cell, skip: usize, f: &mut F) {
-        let table = self.table.as_ref();
-        let Some(s) = self.lookup(table, c) else {
+        let records = self.records.as_ref();
+        let Some(s) = self.lookup(self.table.as_ref(), records, c) else {
             return;
         };
-        let records = self.records.as_ref();
-        let rec = records[s];
-        let (lo, hi) = Self::range(records, self.buckets as usize, self.len as usize, s);
-        let parts = &self.particles.as_ref()[lo..hi];
+        let (lo, hi) = self.range(records, s);
         let r2 = self.grid.radius_sq();
-        if rec.mixed == 0 {
-            if rec.cell != c {
-                return;
-            }
-            for (k, q) in parts.iter().enumerate() {
-                let d2 = p.distance_squared(q.pos);
-                if d2 < r2 && lo + k != skip {
-                    f(q.id, d2);
-                }
-            }
-        } else {
-            for (k, q) in parts.iter().enumerate() {
-                let d2 = p.distance_squared(q.pos);
-                if d2 < r2 && lo + k != skip && self.grid.cell_unchecked(q.pos) == c {
-                    f(q.id, d2);
-                }
+        for (k, q) in self.particles.as_ref()[lo..hi].iter().enumerate() {
+            let d2 = p.distance_squared(q.pos);
+            if d2 < r2 && lo + k != skip {
+                f(q.id, d2);
             }
         }
     }
@@ -365,8 +345,8 @@ where
         let records = self.records.as_mut();
         let n = positions.len();
 
-        // Pass 1: occupied buckets (runs) and their counts.
-        let mut buckets = 0usize;
+        // Pass 1: occupied cells and their counts, chained per table slot.
+        let mut runs = 0usize;
         let mut coherent = 0u32;
         let mut prev = None;
         for &p in positions {
@@ -374,43 +354,56 @@ where
             coherent += (prev == Some(c)) as u32;
             prev = Some(c);
             let ts = &mut table[grid.bucket(c) as usize];
-            if ts.stamp != stamp {
-                *ts = TableSlot {
-                    stamp,
-                    slot: buckets as u32,
-                };
-                records[buckets] = CellRecord {
+            let head = if ts.stamp == stamp { ts.slot } else { NIL };
+            let mut s = head;
+            while let Some(r) = records.get_mut(s as usize) {
+                if r.cell == c {
+                    r.start += 1;
+                    break;
+                }
+                s = r.next;
+            }
+            if s == NIL {
+                records[runs] = CellRecord {
                     rank: 0,
                     start: 1,
                     cell: c,
-                    mixed: 0,
+                    next: head,
                 };
-                buckets += 1;
-            } else {
-                let r = &mut records[ts.slot as usize];
-                r.start += 1;
-                r.mixed |= (r.cell != c) as u32;
+                *ts = TableSlot {
+                    stamp,
+                    slot: runs as u32,
+                };
+                runs += 1;
             }
         }
-        // Runs in Morton order of their cells, so that a sweep over the runs
-        // finds its neighbours' table slots and particles in cache. Input in
-        // the previous build's order is nearly sorted, which the sort
-        // detects. Ranks are written only later, so moving whole records is
-        // safe.
-        records[..buckets].sort_unstable_by_key(|r| P::cell_morton(r.cell));
-        // Pass 2: table slots point to the sorted runs; counts become starts.
-        let mut run = 0u32;
-        for (s, r) in records[..buckets].iter_mut().enumerate() {
-            table[grid.bucket(r.cell) as usize].slot = s as u32;
+        // Runs in Morton order of their cells, so that sweeps find their
+        // neighbours' slots and particles in cache. Input in the previous
+        // build's order is nearly sorted, which the sort detects. Ranks are
+        // written only later, so moving whole records is safe.
+        records[..runs].sort_unstable_by_key(|r| P::cell_morton(r.cell));
+        // Pass 2: rechain the sorted runs; counts become starts.
+        for r in &records[..runs] {
+            table[grid.bucket(r.cell) as usize].slot = NIL;
+        }
+        let mut total = 0u32;
+        for (s, r) in records[..runs].iter_mut().enumerate() {
+            let ts = &mut table[grid.bucket(r.cell) as usize];
+            r.next = ts.slot;
+            ts.slot = s as u32;
             let count = r.start;
-            r.start = run;
-            run += count;
+            r.start = total;
+            total += count;
         }
         // Pass 3: scatter; `start` advances as a cursor, then is shifted back.
         let parts = self.particles.as_mut();
         let mut identity = true;
         for (i, &p) in positions.iter().enumerate() {
-            let s = table[grid.bucket(grid.cell_unchecked(p)) as usize].slot as usize;
+            let c = grid.cell_unchecked(p);
+            let mut s = table[grid.bucket(c) as usize].slot as usize;
+            while records[s].cell != c {
+                s = records[s].next as usize;
+            }
             let k = records[s].start;
             records[s].start = k + 1;
             parts[k as usize] = SortedParticle {
@@ -420,15 +413,15 @@ where
             records[i].rank = k;
             identity &= k as usize == i;
         }
-        for s in (1..buckets).rev() {
+        for s in (1..runs).rev() {
             records[s].start = records[s - 1].start;
         }
-        if buckets > 0 {
+        if runs > 0 {
             records[0].start = 0;
         }
         self.grid = grid;
         self.len = n as u32;
-        self.buckets = buckets as u32;
+        self.runs = runs as u32;
         self.identity = identity;
         self.coherent = coherent;
         Ok(())
@@ -483,9 +476,9 @@ where
     /// Input in cell order (most particles share their predecessor's cell)
     /// is served in one pass in id order, resolving the 27 (9) neighbour runs
     /// once per cell and writing each list sequentially. Other input is
-    /// served in two sweeps over the runs in Morton order, one counting and
-    /// one writing each particle's list at its offset, so that neighbour runs
-    /// are read coherently whatever the ids.
+    /// served in two sweeps in cell order, one counting and one writing each
+    /// particle's list at its offset, so that neighbour runs are read
+    /// coherently whatever the ids.
     fn neighbor_lists(&self, offsets: &mut [u32], indices: &mut [u32]) -> Result<usize, Error> {
         let n = self.len as usize;
         if offsets.len() < n + 1 {
@@ -500,11 +493,10 @@ where
             let mut cache = RunCache::new();
             let records = &self.records.as_ref()[..n];
             for (off, rec) in offsets.iter_mut().zip(records) {
-                *off = cursor.min(u32::MAX as usize) as u32;
-                let k = rec.rank as usize;
-                cursor = self.gather_one(k, &mut cache, indices, cursor);
+                *off = cursor.min(NIL as usize) as u32;
+                cursor = self.gather_one(rec.rank as usize, &mut cache, indices, cursor);
             }
-            offsets[n] = cursor.min(u32::MAX as usize) as u32;
+            offsets[n] = cursor.min(NIL as usize) as u32;
             cursor
         } else {
             // Sweep 1: degrees, stored at offsets[id + 1].
@@ -512,20 +504,23 @@ where
             let mut cache = RunCache::new();
             for (k, sp) in self.sorted().iter().enumerate() {
                 let deg = self.gather_one(k, &mut cache, &mut [], 0);
-                offsets[sp.id as usize + 1] = deg.min(u32::MAX as usize) as u32;
+                offsets[sp.id as usize + 1] = deg as u32;
             }
             let total = crate::csr::prefix_sum(offsets);
-            if total <= indices.len() && total < u32::MAX as usize {
+            if total <= indices.len() && total < NIL as usize {
                 // Sweep 2: each list written at its offset.
                 let mut cache = RunCache::new();
+                // Each particle gets exactly its own segment, so the
+                // branch-free writes never spill into a list already written.
                 for (k, sp) in self.sorted().iter().enumerate() {
-                    let at = offsets[sp.id as usize] as usize;
-                    self.gather_one(k, &mut cache, indices, at);
+                    let id = sp.id as usize;
+                    let (at, end) = (offsets[id] as usize, offsets[id + 1] as usize);
+                    self.gather_one(k, &mut cache, &mut indices[at..end], 0);
                 }
             }
             total
         };
-        if total > indices.len() || total >= u32::MAX as usize {
+        if total > indices.len() || total >= NIL as usize {
             return Err(Error::BufferTooSmall {
                 needed: total,
                 available: indices.len(),
@@ -536,76 +531,27 @@ where
 
     fn for_each_pair<F: FnMut(u32, u32, f32)>(&self, f: F) {
         let n = self.len as usize;
-        let buckets = self.buckets as usize;
         let parts = &self.particles.as_ref()[..n];
         let records = self.records.as_ref();
         let table = self.table.as_ref();
-        let grid = &self.grid;
-        let mut out = Batch::new(f, grid.radius_sq());
-        for s in 0..buckets {
-            let rec = records[s];
-            let (lo, hi) = Self::range(records, buckets, n, s);
+        let mut out = Batch::new(f, self.grid.radius_sq());
+        for s in 0..self.runs as usize {
+            // A run is one cell: pairs inside it, then against the forward
+            // half of its neighbour cells.
+            let (lo, hi) = self.range(records, s);
             let mine = &parts[lo..hi];
-            if rec.mixed == 0 {
-                // A pure run is one cell: pairs inside it, then against the
-                // forward half of its neighbour cells.
-                for (x, a) in mine.iter().enumerate() {
-                    out.one_to_many(a, &mine[x + 1..]);
-                }
-                for &d in P::HALF_STENCIL {
-                    let nc = P::cell_add(rec.cell, d);
-                    let Some(s2) = self.lookup(table, nc) else {
-                        continue;
-                    };
-                    let rec2 = records[s2];
-                    let (lo2, hi2) = Self::range(records, buckets, n, s2);
-                    let other = &parts[lo2..hi2];
-                    if rec2.mixed == 0 {
-                        if rec2.cell == nc {
-                            for a in mine {
-                                out.one_to_many(a, other);
-                            }
-                        }
-                    } else {
-                        for b in other {
-                            if grid.cell_unchecked(b.pos) == nc {
-                                for a in mine {
-                                    out.one_to_one(a, b);
-                                }
-                            }
-                        }
-                    }
-                }
-            } else {
-                // A run shared by several cells: per particle, with its own cell.
-                for (x, a) in mine.iter().enumerate() {
-                    let ca = grid.cell_unchecked(a.pos);
-                    for b in &mine[x + 1..] {
-                        if grid.cell_unchecked(b.pos) == ca {
-                            out.one_to_one(a, b);
-                        }
-                    }
-                    for &d in P::HALF_STENCIL {
-                        let nc = P::cell_add(ca, d);
-                        let Some(s2) = self.lookup(table, nc) else {
-                            continue;
-                        };
-                        let rec2 = records[s2];
-                        if rec2.mixed == 0 && rec2.cell != nc {
-                            continue;
-                        }
-                        let (lo2, hi2) = Self::range(records, buckets, n, s2);
-                        let other = &parts[lo2..hi2];
-                        if rec2.mixed == 0 {
-                            out.one_to_many(a, other);
-                        } else {
-                            for b in other {
-                                if grid.cell_unchecked(b.pos) == nc {
-                                    out.one_to_one(a, b);
-                                }
-                            }
-                        }
-                    }
+            for (x, a) in mine.iter().enumerate() {
+                out.one_to_many(a, &mine[x + 1..]);
+            }
+            let cell = records[s].cell;
+            for &d in P::HALF_STENCIL {
+                let Some(s2) = self.lookup(table, records, P::cell_add(cell, d)) else {
+                    continue;
+                };
+                let (lo2, hi2) = self.range(records, s2);
+                let other = &parts[lo2..hi2];
+                for a in mine {
+                    out.one_to_many(a, other);
                 }
             }
         }
@@ -615,8 +561,8 @@ where
 
 /// Appends the ids of the particles of `cands` within the radius of `p` to
 /// `out` at `cursor` (counting past its end without writing); returns the new
-/// cursor. Branch-free: each chunk is compacted into a stack buffer, then
-/// copied.
+/// cursor. Branch-free when `out` has room for every candidate: each id is
+/// written and the cursor advances only on a hit.
 #[inline(always)]
 fn gather<P: Point>(
     p: P,
@@ -625,28 +571,34 @@ fn gather<P: Point>(
     out: &mut [u32],
     cursor: usize,
 ) -> usize {
-    const CHUNK: usize = 32;
-    let mut cursor = cursor;
-    let mut buf = [0u32; CHUNK];
-    for chunk in cands.chunks(CHUNK) {
+    if let Some(dst) = out.get_mut(cursor..cursor + cands.len()) {
         let mut m = 0;
-        for q in chunk {
+        for q in cands {
             let d2 = p.distance_squared(q.pos);
-            buf[m & (CHUNK - 1)] = q.id;
+            if let Some(slot) = dst.get_mut(m) {
+                *slot = q.id;
+            }
             m += (d2 < r2) as usize;
         }
-        if let Some(dst) = out.get_mut(cursor..cursor + m) {
-            dst.copy_from_slice(&buf[..m]);
+        cursor + m
+    } else {
+        let mut c = cursor;
+        for q in cands {
+            if p.distance_squared(q.pos) < r2 {
+                if let Some(slot) = out.get_mut(c) {
+                    *slot = q.id;
+                }
+                c += 1;
+            }
         }
-        cursor += m;
+        c
     }
-    cursor
 }
 
-/// The resolved neighbour runs of the last cell seen.
+/// The resolved neighbour runs (`lo..hi`) of the last cell seen.
 struct RunCache<P: Point> {
     cell: Option<P::Cell>,
-    runs: [Run<P>; 27],
+    runs: [(u32, u32); 27],
     len: usize,
 }
 
@@ -654,29 +606,10 @@ impl<P: Point> RunCache<P> {
     fn new() -> Self {
         Self {
             cell: None,
-            runs: [Run::NONE; 27],
+            runs: [(0, 0); 27],
             len: 0,
         }
     }
-}
-
-/// A resolved neighbour run: particles `lo..hi` of the sorted array, all of
-/// cell `cell` unless `check` (a run shared by several cells).
-#[derive(Clone, Copy)]
-struct Run<P: Point> {
-    lo: u32,
-    hi: u32,
-    check: bool,
-    cell: P::Cell,
-}
-
-impl<P: Point> Run<P> {
-    const NONE: Self = Self {
-        lo: 0,
-        hi: 0,
-        check: false,
-        cell: P::CELL_ZERO,
-    };
 }
 
 /// Pairs collected branch-free into a small stack buffer, then handed to the
@@ -726,11 +659,6 @@ impl<F: FnMut(u32, u32, f32)> Batch<F> {
             self.len = len;
         }
     }
-
-    #[inline(always)]
-    fn one_to_one<P: Point>(&mut self, a: &SortedParticle<P>, b: &SortedParticle<P>) {
-        self.one_to_many(a, core::slice::from_ref(b));
-    }
 }
 
 impl<P, T, S, C> Validate for CellSortedHash<P, T, S, C>
@@ -743,9 +671,9 @@ where
     fn validate(&self) -> Result<(), Corruption> {
         const W: &str = "CellSortedHash";
         let n = self.len as usize;
-        let buckets = self.buckets as usize;
+        let runs = self.runs as usize;
         ensure(n <= self.capacity(), W, "len <= capacity")?;
-        ensure(buckets <= n, W, "occupied buckets <= len")?;
+        ensure(runs <= n, W, "runs <= len")?;
         if n == 0 {
             return Ok(());
         }
@@ -765,40 +693,63 @@ where
                 W,
                 "rank inverts sorted ids",
             )?;
-            ensure(sp.pos.is_finite(), W, "positions finite")?;
         }
-        // Bucket runs: strictly increasing starts covering 0..n.
         ensure(records[0].start == 0, W, "first run starts at 0")?;
         let mut identity = true;
-        for s in 0..buckets {
-            let (lo, hi) = Self::range(records, buckets, n, s);
-            ensure(lo < hi && hi <= n, W, "runs non-empty and in range")?;
+        let mut prev_key = None;
+        for s in 0..runs {
+            let (lo, hi) = self.range(records, s);
+            ensure(
+                lo < hi && hi <= n,
+                W,
+                "runs non-empty, increasing, in range",
+            )?;
             let rec = records[s];
-            let b = self.grid.bucket(rec.cell) as usize;
-            ensure(table[b].stamp == self.stamp, W, "occupied bucket stamped")?;
-            ensure(table[b].slot as usize == s, W, "table points to its run")?;
-            let mut all_same = true;
+            let key = P::cell_morton(rec.cell);
+            ensure(
+                prev_key.is_none_or(|p| p < key),
+                W,
+                "runs in strict Morton order",
+            )?;
+            prev_key = Some(key);
+            // The run is reachable through its slot's chain, exactly once.
+            ensure(
+                self.lookup(table, records, rec.cell) == Some(s),
+                W,
+                "run found by its cell",
+            )?;
+            let b = self.grid.bucket(rec.cell);
+            ensure(
+                rec.next == NIL
+                    || ((rec.next as usize) < runs
+                        && self.grid.bucket(records[rec.next as usize].cell) == b),
+                W,
+                "chain stays in its slot",
+            )?;
             for (k, q) in parts[lo..hi].iter().enumerate() {
                 let c = self.grid.cell(q.pos).map_err(|_| Corruption {
                     structure: W,
                     invariant: "stored positions within the grid range",
                 })?;
-                ensure(
-                    self.grid.bucket(c) as usize == b,
-                    W,
-                    "particle in its bucket's run",
-                )?;
-                all_same &= c == rec.cell;
+                ensure(c == rec.cell, W, "particle in its cell's run")?;
                 identity &= q.id as usize == lo + k;
             }
-            ensure(all_same == (rec.mixed == 0), W, "mixed flag exact")?;
         }
         ensure(identity == self.identity, W, "identity flag exact")?;
-        let stamped = table.iter().filter(|t| t.stamp == self.stamp).count();
-        ensure(
-            stamped == buckets,
-            W,
-            "one stamped slot per occupied bucket",
-        )
+        // Chains hold every run once: total chain length == runs.
+        let mut chained = 0usize;
+        for t in table.iter().filter(|t| t.stamp == self.stamp) {
+            let mut s = t.slot;
+            while s != NIL {
+                chained += 1;
+                ensure(
+                    chained <= runs && (s as usize) < runs,
+                    W,
+                    "chains acyclic, in range",
+                )?;
+                s = records[s as usize].next;
+            }
+        }
+        ensure(chained == runs, W, "chains hold every run once")
     }
 }
