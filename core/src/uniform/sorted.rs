@@ -573,7 +573,23 @@ fn gather<P: Point>(
 ) -> usize {
     if let Some(dst) = out.get_mut(cursor..cursor + cands.len()) {
         let mut m = 0;
-        for q in cands {
+        let mut quads = cands.chunks_exact(4);
+        for q in &mut quads {
+            // Four independent distances: vectorisable.
+            let d = [
+                p.distance_squared(q[0].pos),
+                p.distance_squared(q[1].pos),
+                p.distance_squared(q[2].pos),
+                p.distance_squared(q[3].pos),
+            ];
+            for (b, d2) in q.iter().zip(d) {
+                if let Some(slot) = dst.get_mut(m) {
+                    *slot = b.id;
+                }
+                m += (d2 < r2) as usize;
+            }
+        }
+        for q in quads.remainder() {
             let d2 = p.distance_squared(q.pos);
             if let Some(slot) = dst.get_mut(m) {
                 *slot = q.id;
@@ -581,7 +597,25 @@ fn gather<P: Point>(
             m += (d2 < r2) as usize;
         }
         cursor + m
+    } else if cursor >= out.len() {
+        // Nothing more can be written: count only.
+        let mut c = cursor;
+        let mut quads = cands.chunks_exact(4);
+        for q in &mut quads {
+            let d = [
+                p.distance_squared(q[0].pos),
+                p.distance_squared(q[1].pos),
+                p.distance_squared(q[2].pos),
+                p.distance_squared(q[3].pos),
+            ];
+            c += d.iter().filter(|&&d2| d2 < r2).count();
+        }
+        for q in quads.remainder() {
+            c += (p.distance_squared(q.pos) < r2) as usize;
+        }
+        c
     } else {
+        // The output ends inside this run: write while there is room.
         let mut c = cursor;
         for q in cands {
             if p.distance_squared(q.pos) < r2 {
@@ -651,7 +685,21 @@ impl<F: FnMut(u32, u32, f32)> Batch<F> {
                 self.flush();
             }
             let mut len = self.len;
-            for b in chunk {
+            let mut quads = chunk.chunks_exact(4);
+            for q in &mut quads {
+                // Four independent distances: vectorisable.
+                let d = [
+                    a.pos.distance_squared(q[0].pos),
+                    a.pos.distance_squared(q[1].pos),
+                    a.pos.distance_squared(q[2].pos),
+                    a.pos.distance_squared(q[3].pos),
+                ];
+                for (b, d2) in q.iter().zip(d) {
+                    self.buf[len & (BATCH - 1)] = (a.id, b.id, d2);
+                    len += (d2 < self.r2) as usize;
+                }
+            }
+            for b in quads.remainder() {
                 let d2 = a.pos.distance_squared(b.pos);
                 self.buf[len & (BATCH - 1)] = (a.id, b.id, d2);
                 len += (d2 < self.r2) as usize;
