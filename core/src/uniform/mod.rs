@@ -229,7 +229,9 @@ impl<P: Point> Grid<P> {
         let c = P::cell_from_fn(|k| {
             let t = (p.coord(k) - self.origin.coord(k)) * self.inv_cell;
             ok &= t.abs() < LIMIT;
-            floor_i32(t) + MAX_CELL_INDEX
+            // Clamped before the integer conversion, so a refused coordinate
+            // never overflows the cell arithmetic.
+            floor_i32(t.clamp(-LIMIT, LIMIT)) + MAX_CELL_INDEX
         });
         if ok { Ok(c) } else { Err(Error::OutOfRange) }
     }
@@ -252,7 +254,7 @@ impl<P: Point> Grid<P> {
         let c = P::cell_from_fn(|k| {
             let t = (p.coord(k) - self.origin.coord(k)) * self.inv_cell;
             ok &= t.abs() < LIMIT + 2.0;
-            floor_i32(t) + MAX_CELL_INDEX
+            floor_i32(t.clamp(-LIMIT - 2.0, LIMIT + 2.0)) + MAX_CELL_INDEX
         });
         Ok(if ok { Some(c) } else { None })
     }
@@ -319,6 +321,15 @@ mod tests {
         assert!(g.cell(Vec3::new(16000.0, 0.0, 0.0)).is_ok());
         assert_eq!(g.cell(Vec3::new(17000.0, 0.0, 0.0)), Err(Error::OutOfRange));
         assert_eq!(g.cell(Vec3::new(f32::NAN, 0.0, 0.0)), Err(Error::NonFinite));
+        // Far beyond i32 cells: refused, no overflow (found by the fuzzer).
+        let tiny = Grid::<Vec3>::new(1e-9, Vec3::ZERO, 16).unwrap();
+        assert_eq!(
+            tiny.cell(Vec3::new(0.0, 0.0, -10.0)),
+            Err(Error::OutOfRange)
+        );
+        assert_eq!(tiny.cell(Vec3::new(0.0, 0.0, 10.0)), Err(Error::OutOfRange));
+        assert_eq!(tiny.query_cell(Vec3::new(0.0, 0.0, 1e30)), Ok(None));
+        assert_eq!(tiny.query_cell(Vec3::new(0.0, 0.0, -1e30)), Ok(None));
         assert_eq!(
             Grid::<Vec3>::fit(1.0, &[Vec3::ZERO, Vec3::new(40000.0, 0.0, 0.0)], 16),
             Err(Error::OutOfRange)
