@@ -27,7 +27,8 @@ fn op() -> impl Strategy<Value = Op> {
         3 => (
             prop::collection::vec((any::<i8>(), any::<i8>(), any::<i8>(), any::<u8>()), 0..60),
             prop_oneof![Just(0.05f32), Just(0.25), Just(1.0), Just(1e3)],
-            prop_oneof![Just(0.3f32), Just(1.0), Just(2.5), Just(0.0), Just(-1.0), Just(f32::NAN), Just(1e-3)],
+            prop_oneof![Just(0.3f32), Just(1.0), Just(2.5), Just(0.0), Just(-1.0), Just(f32::NAN), Just(1e-3),
+                Just(1e-9)],
         )
             .prop_map(|(pts, scale, radius)| Op::Build { pts, scale, radius }),
         3 => (prop::collection::vec((any::<i8>(), any::<i8>(), any::<i8>()), 0..60), prop_oneof![Just(0.01f32), Just(0.1), Just(f32::NAN), Just(1e9)])
