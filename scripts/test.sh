@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# The project's one test command: formatting, lints, docs, tests, the no_std
+# cross builds and a time-boxed fuzz run. Run from anywhere; it works from the
+# repository root. On a fresh machine with only rustup/cargo it installs what
+# it needs (rustfmt, clippy, the cross targets, cargo-fuzz).
+#
+# Environment:
+#   FUZZ_SECONDS=N  fuzz for N seconds (default 60)
+#   SKIP_FUZZ=1     skip the fuzz stage (announced loudly, never silently)
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+FUZZ_SECONDS="${FUZZ_SECONDS:-60}"
+SKIP_FUZZ="${SKIP_FUZZ:-0}"
+SCRIPT_START=$SECONDS
+STAGE_START=$SECONDS
+STAGE_NAME=""
+SUMMARY=()
+
+finish_stage() {
+    if [[ -n "$STAGE_NAME" ]]; then
+        SUMMARY+=("$(printf '%5ds  %s' $((SECONDS - STAGE_START)) "$STAGE_NAME")")
+    fi
+}
+
+stage() {
+    finish_stage
+    STAGE_NAME="$1"
+    STAGE_START=$SECONDS
+    printf '\n==> [%s] %s\n' "$(date +%H:%M:%S)" "$STAGE_NAME"
+}
+
+on_exit() {
+    local rc=$?
+    if [[ $rc -ne 0 ]]; then
+        printf '\nFAILED (exit %d) in stage: %s\n' "$rc" "${STAGE_NAME:-setup}" >&2
+    fi
+}
+trap on_exit EXIT
+
+stage "toolchain components: rustfmt, clippy"
+rustup component add rustfmt clippy
+
+stage "cross targets: thumbv7em-none-eabihf, wasm32-unknown-unknown"
+rustup target add thumbv7em-none-eabihf wasm32-unknown-unknown
+
+stage "cargo fmt --check (workspace and fuzz crate)"
+cargo fmt --all -- --check
+cargo fmt --manifest-path fuzz/Cargo.toml -- --check
+
+stage "cargo clippy (workspace, all targets, -D warnings)"
+cargo clippy --workspace --all-targets -- -D warnings
+
+stage "cargo doc (workspace, -D warnings)"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
+
+stage "cargo test --workspace --profile ci (optimised, overflow checks on)"
+cargo test --workspace --profile ci
+
+for target in thumbv7em-none-eabihf wasm32-unknown-unknown; do
+    stage "no_std build: spatium for $target"
+    cargo build -p spatium --release --target "$target"
+    stage "no_std build: spatium for $target --features defmt"
+    cargo build -p spatium --release --target "$target" --features defmt
+done
+
+if [[ "$SKIP_FUZZ" == "1" ]]; then
+    stage "fuzz"
+    echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!"
+    echo "SKIPPED: fuzz (SKIP_FUZZ=1)"
+    echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!"
+else
+    stage "cargo-fuzz (install if missing)"
+    if ! cargo fuzz --version >/dev/null 2>&1; then
+        cargo install cargo-fuzz --locked || cargo install cargo-fuzz
+    fi
+    cargo fuzz --version
+
+    stage "cargo clippy (fuzz crate, -D warnings)"
+    cargo clippy --manifest-path fuzz/Cargo.toml --all-targets -- -D warnings
+
+    stage "fuzz: uniform_hash for ${FUZZ_SECONDS}s"
+    # Fuzz a copy of the committed seed corpus so the run leaves the
+    # repository clean: new inputs go to fuzz/target/corpus-run, crash
+    # inputs to fuzz/artifacts/ (both ignored by git).
+    rm -rf fuzz/target/corpus-run
+    mkdir -p fuzz/target/corpus-run
+    cp -R fuzz/corpus/uniform_hash/. fuzz/target/corpus-run/
+    (
+        cd fuzz
+        RUSTC_BOOTSTRAP=1 cargo fuzz run uniform_hash target/corpus-run -- \
+            -max_total_time="$FUZZ_SECONDS"
+    )
+fi
+
+finish_stage
+STAGE_NAME=""
+printf '\n==> stage times\n'
+printf '%s\n' "${SUMMARY[@]}"
+printf '%5ds  total\n' $((SECONDS - SCRIPT_START))
+if [[ "$SKIP_FUZZ" == "1" ]]; then
+    echo "PASSED, but SKIPPED: fuzz (SKIP_FUZZ=1)"
+else
+    echo "ALL STAGES PASSED"
+fi
