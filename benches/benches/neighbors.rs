@@ -1,0 +1,110 @@
+//! Criterion benchmarks: fixed-radius neighbour search on the jittered fluid
+//! block, spatium against kiddo, rstar and splashsurf_lib.
+//!
+//! Ids are `METRIC/ORDER/N/IMPLEMENTATION`, e.g.
+//! `pairs/cell-ordered/97336/spatium-sorted`; filter with
+//! `cargo bench -p spatium-benches -- pairs/shuffled/10648/`.
+//!
+//! Everything runs on one thread: only sequential code paths of the peers
+//! are called (see the `spatium_benches` crate docs); no thread pool is
+//! configured because none is used.
+//!
+//! Before an implementation is timed on a scene, its answer is checked
+//! against spatium's pair count (`spatium_benches::check`); a mismatch
+//! panics. An implementation that refuses a scene (`BucketHash` with a
+//! bucket over its 64 slots) is reported on stderr and not benchmarked.
+//!
+//! Sample sizes and times shrink with N so that the whole run takes about
+//! ten minutes on a 2-core machine. At N = 10⁶ the slowest runs (several
+//! seconds each: rstar, and the linked and bucket hashes on shuffled input)
+//! are left out unless `SPATIUM_BENCH_FULL=1` is set; the report binary
+//! (`cargo run --release -p spatium-benches --bin report`) measures them all.
+
+use core::cell::OnceCell;
+use core::hint::black_box;
+use core::time::Duration;
+
+use criterion::{Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
+use spatium_benches::{
+    CheckError, Imp, Metric, Order, Reference, Runner, SIDES, Scene, checked_runner,
+};
+
+/// Whether `imp` is measured at `n` in `order` (besides `Imp::measured`).
+fn included(imp: Imp, n: usize, order: Order, full: bool) -> bool {
+    if full || n < 1_000_000 {
+        return true;
+    }
+    match imp {
+        Imp::Rstar => false,
+        Imp::Bucket | Imp::Linked | Imp::LinkedUpdate => order == Order::CellOrdered,
+        _ => true,
+    }
+}
+
+fn neighbors(c: &mut Criterion) {
+    let full = std::env::var_os("SPATIUM_BENCH_FULL").is_some_and(|v| v == "1");
+    for side in SIDES {
+        let n = side.pow(3);
+        for order in Order::ALL {
+            // Built on first use, so a filtered run skips unused sizes, except
+            // where an implementation may refuse the scene: that must be known
+            // before its benchmark is registered.
+            let scene: OnceCell<Scene> = OnceCell::new();
+            let reference: OnceCell<Reference> = OnceCell::new();
+            for metric in Metric::ALL {
+                let mut g = c.benchmark_group(format!("{metric}/{order}/{n}"));
+                g.throughput(Throughput::Elements(n as u64));
+                match n {
+                    ..=20_000 => {
+                        g.sample_size(20)
+                            .warm_up_time(Duration::from_millis(300))
+                            .measurement_time(Duration::from_secs(1));
+                    }
+                    20_001..=200_000 => {
+                        g.sample_size(10)
+                            .sampling_mode(SamplingMode::Flat)
+                            .warm_up_time(Duration::from_millis(300))
+                            .measurement_time(Duration::from_secs(2));
+                    }
+                    _ => {
+                        g.sample_size(10)
+                            .sampling_mode(SamplingMode::Flat)
+                            .warm_up_time(Duration::from_millis(100))
+                            .measurement_time(Duration::from_secs(3));
+                    }
+                }
+                for imp in Imp::ALL {
+                    if !imp.measured(metric, n) || !included(imp, n, order, full) {
+                        continue;
+                    }
+                    let mut runner: Option<Runner> = None;
+                    if imp.may_refuse() {
+                        let sc = scene.get_or_init(|| Scene::new(side, order));
+                        let rf = reference.get_or_init(|| Reference::compute(sc));
+                        match checked_runner(imp, sc, rf, metric) {
+                            Ok(r) => runner = Some(r),
+                            Err(CheckError::Refused(e)) => {
+                                eprintln!("not benchmarked: {e}");
+                                continue;
+                            }
+                            Err(e) => panic!("sanity check failed: {e}"),
+                        }
+                    }
+                    g.bench_function(imp.name(), |b| {
+                        let scene = scene.get_or_init(|| Scene::new(side, order));
+                        let runner = runner.get_or_insert_with(|| {
+                            let reference = reference.get_or_init(|| Reference::compute(scene));
+                            checked_runner(imp, scene, reference, metric)
+                                .unwrap_or_else(|e| panic!("sanity check failed: {e}"))
+                        });
+                        b.iter(|| black_box(runner.run(scene, metric).expect("checked")));
+                    });
+                }
+                g.finish();
+            }
+        }
+    }
+}
+
+criterion_group!(benches, neighbors);
+criterion_main!(benches);

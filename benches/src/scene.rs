@@ -1,0 +1,120 @@
+//! The benchmark scene: a jittered fluid block in a chosen input order.
+
+use core::fmt;
+
+use spatium::uniform::table_len_with_factor;
+use spatium::{NeighborSearch, Vec3};
+use spatium_host_tests::{Rng, make, scenarios};
+use splashsurf_lib::nalgebra::Vector3;
+
+use crate::{JITTER, SEED, SPACING, STEP, TABLE_FACTOR};
+
+/// The order in which particles are handed to every implementation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Order {
+    /// Cell order: the generator's lattice order permuted by
+    /// [`CellSortedHash::reorder`](spatium::uniform::CellSortedHash::reorder)
+    /// after one build, so the particles of a cell are contiguous and the
+    /// cells follow the hash's own run order (what a simulation that reorders
+    /// its particles sees).
+    CellOrdered,
+    /// A uniformly random permutation ([`Rng::shuffle`]): every neighbour is
+    /// a cache miss.
+    Shuffled,
+}
+
+impl Order {
+    /// Both orders, in report order.
+    pub const ALL: [Order; 2] = [Order::CellOrdered, Order::Shuffled];
+
+    /// Short name used in benchmark ids and report columns.
+    pub fn name(self) -> &'static str {
+        match self {
+            Order::CellOrdered => "cell-ordered",
+            Order::Shuffled => "shuffled",
+        }
+    }
+}
+
+impl fmt::Display for Order {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Positions of one fluid block in one order, in every input form.
+#[derive(Clone, Debug)]
+pub struct Scene {
+    /// Lattice side: `side³` particles.
+    pub side: usize,
+    /// Input order.
+    pub order: Order,
+    /// Search radius (2 × spacing).
+    pub radius: f32,
+    /// Positions for spatium.
+    pub points: Vec<Vec3>,
+    /// The same positions as arrays (kiddo, rstar).
+    pub arrays: Vec<[f32; 3]>,
+    /// The same positions as nalgebra vectors (splashsurf_lib).
+    pub vectors: Vec<Vector3<f32>>,
+    /// `points` each moved by up to [`STEP`] × spacing per axis: the second
+    /// position set of the `linked-update` runs.
+    pub moved: Vec<Vec3>,
+}
+
+impl Scene {
+    /// The block of `side³` particles in `order`.
+    pub fn new(side: usize, order: Order) -> Self {
+        let block = scenarios::fluid_block::<Vec3>(side, SPACING, JITTER, SEED);
+        let radius = block.radius;
+        let points = match order {
+            Order::CellOrdered => cell_order(&block.points, radius),
+            Order::Shuffled => {
+                let mut p = block.points;
+                Rng::new(SEED ^ 0x5A5A).shuffle(&mut p);
+                p
+            }
+        };
+        let mut rng = Rng::new(SEED ^ 0x57E9);
+        let d = STEP * SPACING;
+        let moved = points
+            .iter()
+            .map(|p| {
+                Vec3::new(
+                    p.x + rng.range(-d, d),
+                    p.y + rng.range(-d, d),
+                    p.z + rng.range(-d, d),
+                )
+            })
+            .collect();
+        let arrays = points.iter().map(|p| p.to_array()).collect();
+        let vectors = points.iter().map(|p| Vector3::new(p.x, p.y, p.z)).collect();
+        Self {
+            side,
+            order,
+            radius,
+            points,
+            arrays,
+            vectors,
+            moved,
+        }
+    }
+
+    /// Number of particles.
+    pub fn n(&self) -> usize {
+        self.points.len()
+    }
+}
+
+/// `points` permuted into the cell order of a [`CellSortedHash`] built once
+/// over them.
+///
+/// [`CellSortedHash`]: spatium::uniform::CellSortedHash
+pub fn cell_order(points: &[Vec3], radius: f32) -> Vec<Vec3> {
+    let n = points.len();
+    let mut hash = make::cell_sorted::<Vec3>(n, table_len_with_factor(n, TABLE_FACTOR));
+    hash.build(points, radius).expect("fluid block builds");
+    let mut out = vec![Vec3::ZERO; n];
+    hash.reorder(points, &mut out).expect("same length");
+    out
+}
