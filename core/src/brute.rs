@@ -137,6 +137,7 @@ impl<P: Point, S: Storage<P>> Validate for BruteForceNeighbors<P, S> {
 /// its position in the dense list; indexed by dense position it holds the id
 /// stored there.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct BruteSlot<B> {
     aabb: B,
     /// Position of this id in the dense list, or `ABSENT`.

@@ -10,6 +10,7 @@ use crate::traits::NeighborSearch;
 
 /// A bucket of at most `K` particle ids, timestamped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Bucket<const K: usize> {
     stamp: u32,
     len: u32,
@@ -38,6 +39,7 @@ impl<const K: usize> Default for Bucket<K> {
 
 /// A particle of a [`BucketHash`]: its position and cell.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct BucketParticle<P: Point> {
     pos: P,
     cell: P::Cell,

@@ -28,6 +28,7 @@ impl Head {
 
 /// A particle of a [`LinkedHash`]: position, cell and list links.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct LinkedParticle<P: Point> {
     pos: P,
     cell: P::Cell,

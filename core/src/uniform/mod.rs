@@ -119,6 +119,7 @@ pub(crate) fn advance_stamp(stamp: &mut u32, sweep: impl FnOnce()) {
 /// The uniform grid shared by the three strategies: origin, cell size and the
 /// reduction of cell hashes to a table index.
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Grid<P: Point> {
     origin: P,
     inv_cell: f32,

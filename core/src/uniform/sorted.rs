@@ -29,6 +29,7 @@ impl TableSlot {
 
 /// A particle in cell order: its position and its index in the build input.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct SortedParticle<P> {
     pos: P,
     id: u32,
@@ -57,6 +58,7 @@ impl<P: Point> SortedParticle<P> {
 /// occupied cells, the start and cell of the `i`-th run and the next run
 /// whose cell hashes to the same table slot.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct CellRecord<P: Point> {
     rank: u32,
     start: u32,
