@@ -429,15 +429,7 @@ pub trait BoundingBox:
         Ok(())
     }
     /// Closed-interval overlap: boxes that touch overlap.
-    #[inline]
-    fn overlaps(&self, other: &Self) -> bool {
-        let (a0, a1, b0, b1) = (self.min(), self.max(), other.min(), other.max());
-        let mut ok = true;
-        for k in 0..Self::Point::DIM {
-            ok &= a0.coord(k) <= b1.coord(k) && b0.coord(k) <= a1.coord(k);
-        }
-        ok
-    }
+    fn overlaps(&self, other: &Self) -> bool;
     /// Smallest box containing both.
     fn union(&self, other: &Self) -> Self;
     /// Longest edge length.

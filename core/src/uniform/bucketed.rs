@@ -134,6 +134,23 @@ where
             .unwrap_or(0)
     }
 
+    /// Calls `f(j, d²)` for every particle `j != skip` within the radius of
+    /// `p`, searching the stencil around cell `c`.
+    fn visit_stencil(&self, p: P, c: P::Cell, skip: u32, f: &mut impl FnMut(u32, f32)) {
+        let parts = self.particles.as_ref();
+        let r2 = self.grid.radius_sq();
+        for &d in P::STENCIL {
+            let nc = P::cell_add(c, d);
+            for &j in self.bucket_ids(nc) {
+                let q = parts[j as usize];
+                let d2 = p.distance_squared(q.pos);
+                if d2 < r2 && j != skip && q.cell == nc {
+                    f(j, d2);
+                }
+            }
+        }
+    }
+
     #[inline(always)]
     fn bucket_ids(&self, c: P::Cell) -> &[u32] {
         let b = &self.table.as_ref()[self.grid.bucket(c) as usize];
@@ -220,45 +237,16 @@ where
         if id >= self.len {
             return Err(Error::UnknownId { id });
         }
-        let parts = self.particles.as_ref();
-        let me = parts[id as usize];
-        let r2 = self.grid.radius_sq();
-        for &d in P::STENCIL {
-            let nc = P::cell_add(me.cell, d);
-            for &j in self.bucket_ids(nc) {
-                let q = parts[j as usize];
-                let d2 = me.pos.distance_squared(q.pos);
-                if d2 < r2 && j != id && q.cell == nc {
-                    f(j, d2);
-                }
-            }
-        }
+        let me = self.particles.as_ref()[id as usize];
+        self.visit_stencil(me.pos, me.cell, id, &mut f);
         Ok(())
     }
 
     fn for_each_within<F: FnMut(u32, f32)>(&self, point: P, mut f: F) -> Result<(), Error> {
-        if self.len == 0 {
-            return if point.is_finite() {
-                Ok(())
-            } else {
-                Err(Error::NonFinite)
-            };
-        }
-        let Some(c) = self.grid.query_cell(point)? else {
+        let Some(c) = self.grid.query_cell(point, self.len as usize)? else {
             return Ok(());
         };
-        let parts = self.particles.as_ref();
-        let r2 = self.grid.radius_sq();
-        for &d in P::STENCIL {
-            let nc = P::cell_add(c, d);
-            for &j in self.bucket_ids(nc) {
-                let q = parts[j as usize];
-                let d2 = point.distance_squared(q.pos);
-                if d2 < r2 && q.cell == nc {
-                    f(j, d2);
-                }
-            }
-        }
+        self.visit_stencil(point, c, u32::MAX, &mut f);
         Ok(())
     }
 

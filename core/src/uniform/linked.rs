@@ -145,6 +145,21 @@ where
         Ok(relinked)
     }
 
+    /// Calls `f(j, d²)` for every particle `j != skip` within the radius of
+    /// `p`, searching the stencil around cell `c`.
+    fn visit_stencil(&self, p: P, c: P::Cell, skip: u32, f: &mut impl FnMut(u32, f32)) {
+        let r2 = self.grid.radius_sq();
+        for &d in P::STENCIL {
+            let nc = P::cell_add(c, d);
+            self.for_each_in_bucket(nc, |j, q| {
+                let d2 = p.distance_squared(q.pos);
+                if d2 < r2 && j != skip && q.cell == nc {
+                    f(j, d2);
+                }
+            });
+        }
+    }
+
     /// Walks the list of the bucket `c` hashes to.
     #[inline(always)]
     fn for_each_in_bucket(&self, c: P::Cell, mut f: impl FnMut(u32, &LinkedParticle<P>)) {
@@ -248,40 +263,15 @@ where
             return Err(Error::UnknownId { id });
         }
         let me = self.particles.as_ref()[id as usize];
-        let r2 = self.grid.radius_sq();
-        for &d in P::STENCIL {
-            let nc = P::cell_add(me.cell, d);
-            self.for_each_in_bucket(nc, |j, q| {
-                let d2 = me.pos.distance_squared(q.pos);
-                if d2 < r2 && j != id && q.cell == nc {
-                    f(j, d2);
-                }
-            });
-        }
+        self.visit_stencil(me.pos, me.cell, id, &mut f);
         Ok(())
     }
 
     fn for_each_within<F: FnMut(u32, f32)>(&self, point: P, mut f: F) -> Result<(), Error> {
-        if self.len == 0 {
-            return if point.is_finite() {
-                Ok(())
-            } else {
-                Err(Error::NonFinite)
-            };
-        }
-        let Some(c) = self.grid.query_cell(point)? else {
+        let Some(c) = self.grid.query_cell(point, self.len as usize)? else {
             return Ok(());
         };
-        let r2 = self.grid.radius_sq();
-        for &d in P::STENCIL {
-            let nc = P::cell_add(c, d);
-            self.for_each_in_bucket(nc, |j, q| {
-                let d2 = point.distance_squared(q.pos);
-                if d2 < r2 && q.cell == nc {
-                    f(j, d2);
-                }
-            });
-        }
+        self.visit_stencil(point, c, NIL, &mut f);
         Ok(())
     }
 

@@ -123,7 +123,6 @@ pub(crate) fn advance_stamp(stamp: &mut u32, sweep: impl FnOnce()) {
 pub struct Grid<P: Point> {
     origin: P,
     inv_cell: f32,
-    cell_size: f32,
     radius: f32,
     radius_sq: f32,
     /// `32 - log2(table length)`: the table index is the top bits of the
@@ -138,7 +137,6 @@ impl<P: Point> Grid<P> {
     pub(crate) const EMPTY: Self = Self {
         origin: P::ZERO,
         inv_cell: 0.0,
-        cell_size: 0.0,
         radius: 0.0,
         radius_sq: 0.0,
         shift: 32,
@@ -147,16 +145,12 @@ impl<P: Point> Grid<P> {
     /// A grid for `radius` around `origin`, hashing into `table_len` slots.
     pub(crate) fn new(radius: f32, origin: P, table_len: usize) -> Result<Self, Error> {
         check_radius(radius)?;
-        if !origin.is_finite() {
-            return Err(Error::NonFinite);
-        }
         let mask = table_mask(table_len)?;
         let shift = 32 - (mask.count_ones());
         let cell_size = radius * CELL_MARGIN;
         Ok(Self {
             origin,
             inv_cell: 1.0 / cell_size,
-            cell_size,
             radius,
             radius_sq: radius * radius,
             shift,
@@ -166,10 +160,10 @@ impl<P: Point> Grid<P> {
     /// A grid centred on the bounding box of `positions`, after checking that
     /// every position is finite and within [`MAX_CELL_INDEX`] cells.
     pub(crate) fn fit(radius: f32, positions: &[P], table_len: usize) -> Result<Self, Error> {
-        check_radius(radius)?;
-        table_mask(table_len)?;
+        // Radius and table are refused before the positions are read.
+        let mut grid = Self::new(radius, P::ZERO, table_len)?;
         let Some(&first) = positions.first() else {
-            return Self::new(radius, P::ZERO, table_len);
+            return Ok(grid);
         };
         let (mut lo, mut hi) = (first, first);
         let mut finite = true;
@@ -181,8 +175,7 @@ impl<P: Point> Grid<P> {
         if !finite {
             return Err(Error::NonFinite);
         }
-        let origin = P::from_fn(|k| 0.5 * lo.coord(k) + 0.5 * hi.coord(k));
-        let grid = Self::new(radius, origin, table_len)?;
+        grid.origin = P::from_fn(|k| 0.5 * lo.coord(k) + 0.5 * hi.coord(k));
         // The cell coordinate is monotone in each coordinate, so the corners
         // bound every point.
         grid.cell(lo)?;
@@ -202,7 +195,7 @@ impl<P: Point> Grid<P> {
 
     /// Edge length of a cell (`radius · CELL_MARGIN`).
     pub fn cell_size(&self) -> f32 {
-        self.cell_size
+        self.radius * CELL_MARGIN
     }
 
     /// The point cell coordinates are measured from.
@@ -245,11 +238,16 @@ impl<P: Point> Grid<P> {
         })
     }
 
-    /// The cell of a query point: `Ok(None)` when it lies so far outside the
-    /// accepted range that no stored particle can be within the radius.
-    pub(crate) fn query_cell(&self, p: P) -> Result<Option<P::Cell>, Error> {
+    /// The cell of a query point around which `stored` particles are
+    /// searched: `Ok(None)` when none is stored or the point lies so far
+    /// outside the accepted range that no stored particle can be within the
+    /// radius.
+    pub(crate) fn query_cell(&self, p: P, stored: usize) -> Result<Option<P::Cell>, Error> {
         if !p.is_finite() {
             return Err(Error::NonFinite);
+        }
+        if stored == 0 {
+            return Ok(None);
         }
         let mut ok = true;
         let c = P::cell_from_fn(|k| {
@@ -329,8 +327,8 @@ mod tests {
             Err(Error::OutOfRange)
         );
         assert_eq!(tiny.cell(Vec3::new(0.0, 0.0, 10.0)), Err(Error::OutOfRange));
-        assert_eq!(tiny.query_cell(Vec3::new(0.0, 0.0, 1e30)), Ok(None));
-        assert_eq!(tiny.query_cell(Vec3::new(0.0, 0.0, -1e30)), Ok(None));
+        assert_eq!(tiny.query_cell(Vec3::new(0.0, 0.0, 1e30), 1), Ok(None));
+        assert_eq!(tiny.query_cell(Vec3::new(0.0, 0.0, -1e30), 1), Ok(None));
         assert_eq!(
             Grid::<Vec3>::fit(1.0, &[Vec3::ZERO, Vec3::new(40000.0, 0.0, 0.0)], 16),
             Err(Error::OutOfRange)

@@ -459,14 +459,7 @@ where
     }
 
     fn for_each_within<F: FnMut(u32, f32)>(&self, point: P, mut f: F) -> Result<(), Error> {
-        if self.len == 0 {
-            return if point.is_finite() {
-                Ok(())
-            } else {
-                Err(Error::NonFinite)
-            };
-        }
-        let Some(c) = self.grid.query_cell(point)? else {
+        let Some(c) = self.grid.query_cell(point, self.len as usize)? else {
             return Ok(());
         };
         for &d in P::STENCIL {
@@ -561,6 +554,31 @@ where
     }
 }
 
+/// Calls `f(b, d²)` for every particle `b` of `cands`, computing the
+/// distances four at a time: four independent computations vectorise.
+#[inline(always)]
+fn for_each_distance<P: Point>(
+    p: P,
+    cands: &[SortedParticle<P>],
+    mut f: impl FnMut(&SortedParticle<P>, f32),
+) {
+    let mut quads = cands.chunks_exact(4);
+    for q in &mut quads {
+        let d = [
+            p.distance_squared(q[0].pos),
+            p.distance_squared(q[1].pos),
+            p.distance_squared(q[2].pos),
+            p.distance_squared(q[3].pos),
+        ];
+        for (b, d2) in q.iter().zip(d) {
+            f(b, d2);
+        }
+    }
+    for b in quads.remainder() {
+        f(b, p.distance_squared(b.pos));
+    }
+}
+
 /// Appends the ids of the particles of `cands` within the radius of `p` to
 /// `out` at `cursor` (counting past its end without writing); returns the new
 /// cursor. Branch-free when `out` has room for every candidate: each id is
@@ -575,46 +593,17 @@ fn gather<P: Point>(
 ) -> usize {
     if let Some(dst) = out.get_mut(cursor..cursor + cands.len()) {
         let mut m = 0;
-        let mut quads = cands.chunks_exact(4);
-        for q in &mut quads {
-            // Four independent distances: vectorisable.
-            let d = [
-                p.distance_squared(q[0].pos),
-                p.distance_squared(q[1].pos),
-                p.distance_squared(q[2].pos),
-                p.distance_squared(q[3].pos),
-            ];
-            for (b, d2) in q.iter().zip(d) {
-                if let Some(slot) = dst.get_mut(m) {
-                    *slot = b.id;
-                }
-                m += (d2 < r2) as usize;
-            }
-        }
-        for q in quads.remainder() {
-            let d2 = p.distance_squared(q.pos);
+        for_each_distance(p, cands, |b, d2| {
             if let Some(slot) = dst.get_mut(m) {
-                *slot = q.id;
+                *slot = b.id;
             }
             m += (d2 < r2) as usize;
-        }
+        });
         cursor + m
     } else if cursor >= out.len() {
         // Nothing more can be written: count only.
         let mut c = cursor;
-        let mut quads = cands.chunks_exact(4);
-        for q in &mut quads {
-            let d = [
-                p.distance_squared(q[0].pos),
-                p.distance_squared(q[1].pos),
-                p.distance_squared(q[2].pos),
-                p.distance_squared(q[3].pos),
-            ];
-            c += d.iter().filter(|&&d2| d2 < r2).count();
-        }
-        for q in quads.remainder() {
-            c += (p.distance_squared(q.pos) < r2) as usize;
-        }
+        for_each_distance(p, cands, |_, d2| c += (d2 < r2) as usize);
         c
     } else {
         // The output ends inside this run: write while there is room.
@@ -686,26 +675,12 @@ impl<F: FnMut(u32, u32, f32)> Batch<F> {
             if self.len + chunk.len() > BATCH {
                 self.flush();
             }
+            let (buf, r2) = (&mut self.buf, self.r2);
             let mut len = self.len;
-            let mut quads = chunk.chunks_exact(4);
-            for q in &mut quads {
-                // Four independent distances: vectorisable.
-                let d = [
-                    a.pos.distance_squared(q[0].pos),
-                    a.pos.distance_squared(q[1].pos),
-                    a.pos.distance_squared(q[2].pos),
-                    a.pos.distance_squared(q[3].pos),
-                ];
-                for (b, d2) in q.iter().zip(d) {
-                    self.buf[len & (BATCH - 1)] = (a.id, b.id, d2);
-                    len += (d2 < self.r2) as usize;
-                }
-            }
-            for b in quads.remainder() {
-                let d2 = a.pos.distance_squared(b.pos);
-                self.buf[len & (BATCH - 1)] = (a.id, b.id, d2);
-                len += (d2 < self.r2) as usize;
-            }
+            for_each_distance(a.pos, chunk, |b, d2| {
+                buf[len & (BATCH - 1)] = (a.id, b.id, d2);
+                len += (d2 < r2) as usize;
+            });
             self.len = len;
         }
     }
