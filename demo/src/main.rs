@@ -68,6 +68,14 @@ struct Row {
     count: usize,
 }
 
+/// Counts every pair once; returns the count and the seconds it took.
+fn timed_pairs(h: &impl NeighborSearch<Vec3>) -> (usize, f64) {
+    let t = Instant::now();
+    let mut c = 0usize;
+    h.for_each_pair(|_, _, _| c += 1);
+    (c, t.elapsed().as_secs_f64())
+}
+
 fn main() -> ExitCode {
     let args = match parse() {
         Ok(a) => a,
@@ -106,21 +114,13 @@ fn main() -> ExitCode {
             let t = Instant::now();
             h.build(&pts, r).expect("build");
             rs.build += t.elapsed().as_secs_f64();
-            let t = Instant::now();
-            let mut c = 0usize;
-            h.for_each_pair(|_, _, _| c += 1);
-            rs.pairs += t.elapsed().as_secs_f64();
+            let (c, secs) = timed_pairs(h);
+            rs.pairs += secs;
             let t = Instant::now();
             let w = h
                 .neighbor_lists(&mut offsets, &mut indices)
                 .expect("csr buffers");
             rs.csr += t.elapsed().as_secs_f64();
-            if std::env::var_os("SPATIUM_DEMO_TRACE").is_some() {
-                eprintln!(
-                    "step {step}: csr {:.1} ns/particle",
-                    t.elapsed().as_secs_f64() * 1e9 / n as f64
-                );
-            }
             assert_eq!(w, 2 * c);
             rs.count = c;
             counts.push(c);
@@ -130,9 +130,7 @@ fn main() -> ExitCode {
                     h.occupied_cells(),
                     h.colliding_cells()
                 );
-            }
-            // Keep the particles in cell order for the next step.
-            if step == 0 {
+                // Keep the particles in cell order for the next steps.
                 let mut reordered = pts.clone();
                 h.reorder(&pts, &mut reordered).expect("same length");
                 pts = reordered;
@@ -145,10 +143,8 @@ fn main() -> ExitCode {
                 return ExitCode::FAILURE;
             }
             rb.build += t.elapsed().as_secs_f64();
-            let t = Instant::now();
-            let mut c = 0usize;
-            h.for_each_pair(|_, _, _| c += 1);
-            rb.pairs += t.elapsed().as_secs_f64();
+            let (c, secs) = timed_pairs(h);
+            rb.pairs += secs;
             rb.count = c;
             counts.push(c);
         }
@@ -160,10 +156,8 @@ fn main() -> ExitCode {
                 h.update(&pts).expect("update");
             }
             rl.build += t.elapsed().as_secs_f64();
-            let t = Instant::now();
-            let mut c = 0usize;
-            h.for_each_pair(|_, _, _| c += 1);
-            rl.pairs += t.elapsed().as_secs_f64();
+            let (c, secs) = timed_pairs(h);
+            rl.pairs += secs;
             rl.count = c;
             counts.push(c);
         }
