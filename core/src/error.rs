@@ -59,6 +59,8 @@ pub enum Error {
         /// The id.
         id: u32,
     },
+    /// A configuration value is outside its documented range.
+    InvalidConfig,
     /// An update gives a different number of elements than the structure holds.
     LengthMismatch {
         /// Elements stored.
@@ -97,6 +99,9 @@ impl fmt::Display for Error {
             Self::IdOutOfRange { id } => write!(f, "id {id} is not below the capacity"),
             Self::DuplicateId { id } => write!(f, "id {id} is already stored"),
             Self::UnknownId { id } => write!(f, "id {id} is not stored"),
+            Self::InvalidConfig => {
+                f.write_str("a configuration value is out of its documented range")
+            }
             Self::LengthMismatch { expected, got } => {
                 write!(f, "{got} elements given, {expected} stored")
             }

@@ -4,7 +4,7 @@ use spatium::uniform::{
     Bucket, BucketHash, BucketParticle, CellRecord, CellSortedHash, Head, LinkedHash,
     LinkedParticle, SortedParticle, TableSlot,
 };
-use spatium::{BoundingBox, BruteSlot, Point};
+use spatium::{BoundingBox, BruteSlot, HhgConfig, HhgSlot, HierarchicalHashGrid, Point};
 
 /// Cell-sorted hash over `Vec`s.
 pub type VecCellSorted<P> =
@@ -42,4 +42,13 @@ pub fn linked<P: Point>(capacity: usize, table: usize) -> VecLinked<P> {
 /// Slots for a brute-force broad phase of `capacity` ids.
 pub fn brute_slots<B: BoundingBox>(capacity: usize) -> Vec<BruteSlot<B>> {
     vec![BruteSlot::EMPTY; capacity]
+}
+
+/// Hierarchical hash grid over `Vec`s.
+pub type VecHhg<B> = HierarchicalHashGrid<B, Vec<HhgSlot<B>>, Vec<u32>>;
+
+/// A hierarchical hash grid for `capacity` ids with an arena of `arena`
+/// words.
+pub fn hhg<B: BoundingBox>(capacity: usize, arena: usize, config: HhgConfig) -> VecHhg<B> {
+    HierarchicalHashGrid::new(vec![HhgSlot::EMPTY; capacity], vec![0; arena], config)
 }

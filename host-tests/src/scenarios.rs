@@ -277,11 +277,45 @@ pub fn point_scenarios<P: Point>(n: usize, seed: u64) -> Vec<PointScenario<P>> {
     v
 }
 
+/// Cubes whose edges vary uniformly by `ratio` (1 to `ratio`), about `2n`
+/// overlapping pairs, each moving up to 20 % of its own size per step (the
+/// paper's Fig. 20–22 use a ratio of 12).
+pub fn varied_cubes<B: BoundingBox>(n: usize, ratio: f32, seed: u64) -> BoxScenario<B> {
+    let dim = B::Point::DIM as i32;
+    let mut rng = Rng::new(seed ^ 0x5A);
+    let sizes: Vec<f32> = (0..n).map(|_| rng.range(1.0, ratio)).collect();
+    // Expected pairs = n²/2 · E[(a+b)^D] / L^D = 2n.
+    let m = 4096.min(n.max(1));
+    let mut e = 0.0f64;
+    for _ in 0..m {
+        let a = sizes[rng.below(n.max(1))] as f64;
+        let b = sizes[rng.below(n.max(1))] as f64;
+        e += (a + b).powi(dim);
+    }
+    e /= m as f64;
+    let extent = ((n as f64 * e / 4.0).powf(1.0 / dim as f64)) as f32;
+    let mut sc: BoxScenario<B> = equal_boxes(
+        n,
+        seed,
+        B::Point::from_fn(|_| extent),
+        [1.0; 3],
+        "varied_cubes",
+        0.2,
+    );
+    for ((b, v), &s) in sc.boxes.iter_mut().zip(&mut sc.velocities).zip(&sizes) {
+        let lo = b.min();
+        *b = B::try_new(lo, B::Point::from_fn(|k| lo.coord(k) + s)).expect("valid box");
+        *v = B::Point::from_fn(|k| v.coord(k) * s);
+    }
+    sc
+}
+
 /// Every box scenario at `n` boxes, 3D or 2D by `B`.
 pub fn box_scenarios<B: BoundingBox>(n: usize, seed: u64) -> Vec<BoxScenario<B>> {
     vec![
         moving_cubes(n, seed),
         elongated(n, seed + 1),
         uneven(n, seed + 2),
+        varied_cubes(n, 12.0, seed + 3),
     ]
 }

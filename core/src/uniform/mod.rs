@@ -279,7 +279,7 @@ const FIBONACCI: u32 = 0x9E37_79B9;
 /// `floor(t)` for `|t| < 2³¹`, without `libm` (truncate, then step down for
 /// negative non-integers).
 #[inline(always)]
-fn floor_i32(t: f32) -> i32 {
+pub(crate) fn floor_i32(t: f32) -> i32 {
     let i = t as i32;
     if (i as f32) > t { i - 1 } else { i }
 }
