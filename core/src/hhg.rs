@@ -22,8 +22,9 @@
 //! an error.
 //!
 //! Memory (`C` = ids, `A` = arena words):
-//! `C · size_of::<HhgSlot<B>>() + 4A + size_of::<Self>()` bytes, that is
-//! `40C + 4A` (3D) or `32C + 4A` (2D) plus about 2.5 KiB. A grid takes
+//! `C · (size_of::<HhgSlot<B>>() + size_of::<HhgRecord>()) + 4A +
+//! size_of::<Self>()` bytes, that is `44C + 4A` (3D) or `36C + 4A` (2D) plus
+//! about 2.5 KiB. A grid takes
 //! `3^D·3^D + cells` words (729 + cells in 3D, 81 + cells in 2D).
 //! [`HierarchicalHashGrid::arena_words_for`] sizes the arena.
 
@@ -95,12 +96,27 @@ pub struct HhgSlot<B> {
     key: u32,
     /// Next box of the same cell (or list), or `NONE`.
     next: u32,
-    /// Previous box, `HEAD | record` for a cell's first box, or the position
-    /// in the flat array.
+    /// Previous box (`NONE` for a cell's first box), or the position in the
+    /// flat array.
     prev: u32,
-    /// Entry at this position of the occupied-cell list (a key), or of the
-    /// flat array (an id).
-    rec: u32,
+}
+
+/// One occupied cell (or, on the small-N path, one box of the flat array):
+/// the list of occupied cells that detection and growth walk, so that no
+/// empty cell is ever visited. A grid cell holds the index of its record.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct HhgRecord {
+    /// The cell's key (`level << 27 | cell`), or the flat-array key.
+    key: u32,
+    /// First box of the cell (the box itself on the flat array).
+    head: u32,
+}
+
+impl HhgRecord {
+    /// An unused record.
+    pub const EMPTY: Self = Self { key: 0, head: NONE };
 }
 
 impl<B: BoundingBox> HhgSlot<B> {
@@ -110,7 +126,6 @@ impl<B: BoundingBox> HhgSlot<B> {
         key: ABSENT,
         next: NONE,
         prev: NONE,
-        rec: 0,
     };
 }
 
@@ -334,8 +349,14 @@ enum Target {
 /// `slots` holds one [`HhgSlot`] per id (ids are below its length, at most
 /// 2³¹ − 1); `arena` holds the grids. See the [module](self) docs.
 #[derive(Clone, Debug)]
-pub struct HierarchicalHashGrid<B: BoundingBox, S: Storage<HhgSlot<B>>, A: Storage<u32>> {
+pub struct HierarchicalHashGrid<
+    B: BoundingBox,
+    S: Storage<HhgSlot<B>>,
+    R: Storage<HhgRecord>,
+    A: Storage<u32>,
+> {
     slots: S,
+    recs: R,
     arena: A,
     config: HhgConfig,
     len: u32,
@@ -352,6 +373,8 @@ pub struct HierarchicalHashGrid<B: BoundingBox, S: Storage<HhgSlot<B>>, A: Stora
     garbage: usize,
     unbounded_head: u32,
     unbounded_len: u32,
+    /// Records added or moved since the records were last sorted.
+    unsorted: u32,
     _b: PhantomData<B>,
 }
 
@@ -376,17 +399,21 @@ impl Dims {
     }
 }
 
-impl<B: BoundingBox, S: Storage<HhgSlot<B>>, A: Storage<u32>> HierarchicalHashGrid<B, S, A> {
+impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u32>>
+    HierarchicalHashGrid<B, S, R, A>
+{
     const D: usize = B::Point::DIM;
     const STENCIL: usize = Dims::stencil(B::Point::DIM);
     const HALF: usize = Dims::half(B::Point::DIM);
     const TABLE: usize = Dims::table(B::Point::DIM);
 
     /// An empty grid over `slots` (all [`HhgSlot::EMPTY`]; the capacity is
-    /// its length) and `arena` (any contents; its length bounds the grids).
-    pub const fn new(slots: S, arena: A, config: HhgConfig) -> Self {
+    /// its length), `recs` (at least as long as `slots`; any contents) and
+    /// `arena` (any contents; its length bounds the grids).
+    pub const fn new(slots: S, recs: R, arena: A, config: HhgConfig) -> Self {
         Self {
             slots,
+            recs,
             arena,
             config,
             len: 0,
@@ -399,6 +426,7 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, A: Storage<u32>> HierarchicalHashGr
             garbage: 0,
             unbounded_head: NONE,
             unbounded_len: 0,
+            unsorted: 0,
             _b: PhantomData,
         }
     }
@@ -479,7 +507,11 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, A: Storage<u32>> HierarchicalHashGr
     /// The level a box of longest edge `size` belongs to (eq. 3.3.3), before
     /// the span check: the first usable level whose cells are larger.
     fn size_level(&self, size: f32) -> Option<usize> {
-        (0..LEVELS).find(|&i| self.levels[i].usable && size < self.levels[i].cell)
+        // Usable levels are one contiguous run with increasing cells.
+        let lo = self.levels.iter().position(|l| l.usable)?;
+        let hi = LEVELS - self.levels.iter().rev().position(|l| l.usable)?;
+        let i = lo + self.levels[lo..hi].partition_point(|l| l.cell <= size);
+        (i < hi).then_some(i)
     }
 
     /// The ideal level of `b`: the first usable level whose cells are larger
@@ -732,19 +764,17 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, A: Storage<u32>> HierarchicalHashGr
     /// set to pending) and drops the level's cell records. Returns its head.
     fn detach_level(&mut self, i: usize) -> u32 {
         let lv = self.levels[i];
-        let table = Self::TABLE;
         let mut chain = NONE;
         let mut p = self.nrec as usize;
         while p > 0 {
             p -= 1;
-            let k = self.slots.as_ref()[p].rec;
-            if (k >> LOCAL_BITS) as usize != i {
+            let r = self.recs.as_ref()[p];
+            if (r.key >> LOCAL_BITS) as usize != i {
                 continue;
             }
-            let cell = lv.cells_at(table) + (k & LOCAL_MASK) as usize;
-            let mut a = self.arena.as_ref()[cell];
-            self.arena.as_mut()[cell] = EMPTY;
+            self.arena.as_mut()[lv.cells_at(Self::TABLE) + (r.key & LOCAL_MASK) as usize] = EMPTY;
             let slots = self.slots.as_mut();
+            let mut a = r.head;
             while a != NONE {
                 let next = slots[a as usize].next;
                 slots[a as usize].key = KEY_PENDING;
@@ -775,53 +805,60 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, A: Storage<u32>> HierarchicalHashGr
     /// the record moved into its place.
     fn remove_record(&mut self, p: usize) {
         let last = self.nrec as usize - 1;
-        let table = Self::TABLE;
         if p != last {
-            let moved = self.slots.as_ref()[last].rec;
-            let lv = &self.levels[(moved >> LOCAL_BITS) as usize];
-            let head = self.arena.as_ref()[lv.cells_at(table) + (moved & LOCAL_MASK) as usize];
-            let slots = self.slots.as_mut();
-            slots[p].rec = moved;
-            slots[head as usize].prev = HEAD | p as u32;
+            let moved = self.recs.as_ref()[last];
+            self.recs.as_mut()[p] = moved;
+            let c = self.cell_word(moved.key);
+            self.arena.as_mut()[c] = p as u32;
+            self.unsorted += 1;
         }
         self.nrec -= 1;
     }
 
+    /// Arena word of the cell of a grid key.
+    #[inline(always)]
+    fn cell_word(&self, k: u32) -> usize {
+        self.levels[(k >> LOCAL_BITS) as usize].cells_at(Self::TABLE) + (k & LOCAL_MASK) as usize
+    }
+
     /// Pushes box `a` at the front of cell `local` of level `i`.
     fn link(&mut self, a: u32, i: usize, local: u32) {
-        let table = Self::TABLE;
-        let cell = self.levels[i].cells_at(table) + local as usize;
-        let head = self.arena.as_ref()[cell];
-        let nrec = self.nrec;
+        let k = key(i, local);
+        let cell = self.levels[i].cells_at(Self::TABLE) + local as usize;
+        let p = self.arena.as_ref()[cell];
         let slots = self.slots.as_mut();
-        slots[a as usize].key = key(i, local);
-        slots[a as usize].next = head;
-        if head == EMPTY {
-            slots[nrec as usize].rec = key(i, local);
-            slots[a as usize].prev = HEAD | nrec;
+        slots[a as usize].key = k;
+        slots[a as usize].prev = NONE;
+        if p == EMPTY {
+            let q = self.nrec;
+            self.recs.as_mut()[q as usize] = HhgRecord { key: k, head: a };
+            slots[a as usize].next = NONE;
+            self.arena.as_mut()[cell] = q;
             self.nrec += 1;
+            self.unsorted += 1;
             self.levels[i].occupied += 1;
         } else {
-            slots[a as usize].prev = slots[head as usize].prev;
-            slots[head as usize].prev = a;
+            let r = &mut self.recs.as_mut()[p as usize];
+            slots[a as usize].next = r.head;
+            slots[r.head as usize].prev = a;
+            r.head = a;
         }
-        self.arena.as_mut()[cell] = a;
     }
 
     /// Removes box `a` from its cell (it must be in a grid).
     fn unlink(&mut self, a: u32) {
-        let table = Self::TABLE;
         let s = self.slots.as_ref()[a as usize];
-        let i = (s.key >> LOCAL_BITS) as usize;
-        let cell = self.levels[i].cells_at(table) + (s.key & LOCAL_MASK) as usize;
-        if s.prev & HEAD != 0 && s.prev != NONE {
+        if s.prev == NONE {
+            let i = (s.key >> LOCAL_BITS) as usize;
+            let cell = self.cell_word(s.key);
+            let p = self.arena.as_ref()[cell] as usize;
             if s.next == NONE {
                 self.arena.as_mut()[cell] = EMPTY;
                 self.levels[i].occupied -= 1;
-                self.remove_record((s.prev & !HEAD) as usize);
+                self.remove_record(p);
             } else {
-                self.arena.as_mut()[cell] = s.next;
-                self.slots.as_mut()[s.next as usize].prev = s.prev;
+                self.recs.as_mut()[p].head = s.next;
+                self.slots.as_mut()[s.next as usize].prev = NONE;
             }
         } else {
             let slots = self.slots.as_mut();
@@ -865,17 +902,19 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, A: Storage<u32>> HierarchicalHashGr
         slots[a as usize].key = KEY_FLAT;
         slots[a as usize].prev = p;
         slots[a as usize].next = NONE;
-        slots[p as usize].rec = a;
+        self.recs.as_mut()[p as usize] = HhgRecord {
+            key: KEY_FLAT,
+            head: a,
+        };
         self.nrec += 1;
     }
 
     fn unlink_flat(&mut self, a: u32) {
         let p = self.slots.as_ref()[a as usize].prev as usize;
         let last = self.nrec as usize - 1;
-        let slots = self.slots.as_mut();
-        let moved = slots[last].rec;
-        slots[p].rec = moved;
-        slots[moved as usize].prev = p as u32;
+        let moved = self.recs.as_ref()[last];
+        self.recs.as_mut()[p] = moved;
+        self.slots.as_mut()[moved.head as usize].prev = p as u32;
         self.nrec -= 1;
     }
 
@@ -913,7 +952,7 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, A: Storage<u32>> HierarchicalHashGr
     fn switch_to_grids(&mut self) {
         let mut chain = NONE;
         for p in 0..self.nrec as usize {
-            let a = self.slots.as_ref()[p].rec;
+            let a = self.recs.as_ref()[p].head;
             let s = &mut self.slots.as_mut()[a as usize];
             s.key = KEY_PENDING;
             s.next = chain;
@@ -1020,8 +1059,10 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, A: Storage<u32>> HierarchicalHashGr
                 Self::check_unbounded(b)?;
             } else {
                 b.check()?;
-                // The level's range check (levels exist once a box does).
-                self.ideal(b)?;
+                if !self.stays(k, b) {
+                    // The level's range check (levels exist once a box does).
+                    self.ideal(b)?;
+                }
             }
         }
         if seen != self.len {
@@ -1063,13 +1104,11 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, A: Storage<u32>> HierarchicalHashGr
         if !self.grid_mode {
             return;
         }
-        let table = Self::TABLE;
         for p in 0..self.nrec as usize {
-            let k = self.slots.as_ref()[p].rec;
-            let lv = &self.levels[(k >> LOCAL_BITS) as usize];
-            let cell = lv.cells_at(table) + (k & LOCAL_MASK) as usize;
-            let mut a = self.arena.as_ref()[cell];
+            let r = self.recs.as_ref()[p];
+            let cell = self.cell_word(r.key);
             self.arena.as_mut()[cell] = EMPTY;
+            let mut a = r.head;
             while a != NONE {
                 let s = &mut self.slots.as_mut()[a as usize];
                 s.key = KEY_PENDING;
@@ -1093,18 +1132,28 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, A: Storage<u32>> HierarchicalHashGr
         }
     }
 
+    /// `true` if the box keyed `k` can stay in its grid with box `b`: same
+    /// level by size, within two cells per axis and in range there.
+    #[inline(always)]
+    fn stays(&self, k: u32, b: &B) -> bool {
+        if !is_grid_key(k) {
+            return false;
+        }
+        let i = (k >> LOCAL_BITS) as usize;
+        let lv = &self.levels[i];
+        let size = b.longest_edge();
+        size < lv.cell
+            && (size >= lv.lower || self.size_level(size) == Some(i))
+            && self.fits(i, b) == Ok(true)
+    }
+
     fn apply_update(&mut self, id: u32, b: B) {
         let k = self.slots.as_ref()[id as usize].key;
         if is_grid_key(k) {
             let i = (k >> LOCAL_BITS) as usize;
-            let lv = &self.levels[i];
-            let size = b.longest_edge();
             // Fast path: same level, box still within two cells per axis.
-            if size < lv.cell
-                && (size >= lv.lower || self.size_level(size) == Some(i))
-                && self.fits(i, &b) == Ok(true)
-            {
-                let local = Self::local(lv, b.min());
+            if self.stays(k, &b) {
+                let local = Self::local(&self.levels[i], b.min());
                 self.slots.as_mut()[id as usize].aabb = b;
                 if key(i, local) != k {
                     self.unlink(id);
@@ -1152,13 +1201,10 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, A: Storage<u32>> HierarchicalHashGr
         };
         let mut max_per = [0u32; LEVELS];
         if self.grid_mode {
-            let table = Self::TABLE;
             let slots = self.slots.as_ref();
-            for p in 0..self.nrec as usize {
-                let k = slots[p].rec;
-                let i = (k >> LOCAL_BITS) as usize;
-                let lv = &self.levels[i];
-                let mut a = self.arena.as_ref()[lv.cells_at(table) + (k & LOCAL_MASK) as usize];
+            for r in &self.recs.as_ref()[..self.nrec as usize] {
+                let i = (r.key >> LOCAL_BITS) as usize;
+                let mut a = r.head;
                 let mut n = 0;
                 while a != NONE {
                     n += 1;
@@ -1190,8 +1236,12 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, A: Storage<u32>> HierarchicalHashGr
         }
         let slot = core::mem::size_of::<HhgSlot<B>>();
         let me = core::mem::size_of::<Self>();
-        st.bytes_used = self.len as usize * slot + st.arena_words_used * 4 + me;
-        st.bytes_total = self.slots.as_ref().len() * slot + self.arena.as_ref().len() * 4 + me;
+        let rec = core::mem::size_of::<HhgRecord>();
+        st.bytes_used = self.len as usize * (slot + rec) + st.arena_words_used * 4 + me;
+        st.bytes_total = self.slots.as_ref().len() * slot
+            + self.recs.as_ref().len() * rec
+            + self.arena.as_ref().len() * 4
+            + me;
         st
     }
 
@@ -1199,16 +1249,13 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, A: Storage<u32>> HierarchicalHashGr
     fn for_each_bounded(&self, mut f: impl FnMut(u32)) {
         let slots = self.slots.as_ref();
         if !self.grid_mode {
-            for p in 0..self.nrec as usize {
-                f(slots[p].rec);
+            for r in &self.recs.as_ref()[..self.nrec as usize] {
+                f(r.head);
             }
             return;
         }
-        let table = Self::TABLE;
-        for p in 0..self.nrec as usize {
-            let k = slots[p].rec;
-            let lv = &self.levels[(k >> LOCAL_BITS) as usize];
-            let mut a = self.arena.as_ref()[lv.cells_at(table) + (k & LOCAL_MASK) as usize];
+        for r in &self.recs.as_ref()[..self.nrec as usize] {
+            let mut a = r.head;
             while a != NONE {
                 f(a);
                 a = slots[a as usize].next;
@@ -1238,19 +1285,38 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, A: Storage<u32>> HierarchicalHashGr
         }
     }
 
+    /// Puts the occupied-cell records in key order (grid by grid, each
+    /// grid's cells in memory order) and points the cells at them again, so
+    /// that detection walks every grid front to back. `O(r log r)` for `r`
+    /// occupied cells; [`BroadPhase::for_each_pair`] calls it when an eighth
+    /// of the records are new or moved since the last time.
+    pub fn sort_records(&mut self) {
+        if !self.grid_mode {
+            return;
+        }
+        let n = self.nrec as usize;
+        self.recs.as_mut()[..n].sort_unstable_by_key(|r| r.key);
+        for p in 0..n {
+            let c = self.cell_word(self.recs.as_ref()[p].key);
+            self.arena.as_mut()[c] = p as u32;
+        }
+        self.unsorted = 0;
+    }
+
     /// Pairs of the grids (Algorithm 4).
     fn grid_pairs<F: FnMut(u32, u32)>(&self, f: &mut F) {
         let slots = self.slots.as_ref();
         let arena = self.arena.as_ref();
+        let recs = self.recs.as_ref();
         let table = Self::TABLE;
         let st = Self::STENCIL;
-        for p in 0..self.nrec as usize {
-            let k = slots[p].rec;
+        for r in &recs[..self.nrec as usize] {
+            let k = r.key;
             let i = (k >> LOCAL_BITS) as usize;
             let local = k & LOCAL_MASK;
             let lv = &self.levels[i];
             let cells = &arena[lv.cells_at(table)..lv.cells_at(table) + lv.cells];
-            let head = cells[local as usize];
+            let head = r.head;
             // Inside the cell.
             let mut a = head;
             while a != NONE {
@@ -1269,10 +1335,11 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, A: Storage<u32>> HierarchicalHashGr
             let class = Self::class(lv, local);
             let row = &arena[lv.base + class * st..lv.base + class * st + st];
             for &off in &row[1..=Self::HALF] {
-                let nb = cells[local.wrapping_add(off) as usize];
-                if nb == EMPTY {
+                let q = cells[local.wrapping_add(off) as usize];
+                if q == EMPTY {
                     continue;
                 }
+                let nb = recs[q as usize].head;
                 let mut a = head;
                 while a != NONE {
                     let sa = &slots[a as usize];
@@ -1305,7 +1372,11 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, A: Storage<u32>> HierarchicalHashGr
                     let class = Self::class(lh, hl);
                     let row = &arena[lh.base + class * st..lh.base + class * st + st];
                     for &off in row {
-                        let mut b = hcells[hl.wrapping_add(off) as usize];
+                        let q = hcells[hl.wrapping_add(off) as usize];
+                        if q == EMPTY {
+                            continue;
+                        }
+                        let mut b = recs[q as usize].head;
                         while b != NONE {
                             let sb = &slots[b as usize];
                             if sa.aabb.overlaps(&sb.aabb) {
@@ -1326,6 +1397,7 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, A: Storage<u32>> HierarchicalHashGr
     fn query_level<F: FnMut(u32)>(&self, i: usize, q: &B, f: &mut F) {
         let lv = &self.levels[i];
         let slots = self.slots.as_ref();
+        let recs = self.recs.as_ref();
         let cells = &self.arena.as_ref()[lv.cells_at(Self::TABLE)..][..lv.cells];
         let mut lo = [0u32; 3];
         let mut n = [1u32; 3];
@@ -1358,10 +1430,9 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, A: Storage<u32>> HierarchicalHashGr
         };
         if total > self.nrec as u64 {
             // Cheaper to walk the occupied cells of this level.
-            for p in 0..self.nrec as usize {
-                let k = slots[p].rec;
-                if (k >> LOCAL_BITS) as usize == i {
-                    visit(cells[(k & LOCAL_MASK) as usize], f);
+            for r in &recs[..self.nrec as usize] {
+                if (r.key >> LOCAL_BITS) as usize == i {
+                    visit(r.head, f);
                 }
             }
             return;
@@ -1372,9 +1443,9 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, A: Storage<u32>> HierarchicalHashGr
                 let cy = ((lo[1] + y) & lv.mask[1]) << lv.shift[1];
                 for x in 0..n[0] {
                     let cx = ((lo[0] + x) & lv.mask[0]) << lv.shift[0];
-                    let c = cells[(cx | cy | cz) as usize];
-                    if c != EMPTY {
-                        visit(c, f);
+                    let q = cells[(cx | cy | cz) as usize];
+                    if q != EMPTY {
+                        visit(recs[q as usize].head, f);
                     }
                 }
             }
@@ -1382,8 +1453,8 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, A: Storage<u32>> HierarchicalHashGr
     }
 }
 
-impl<B: BoundingBox, S: Storage<HhgSlot<B>>, A: Storage<u32>> BroadPhase<B>
-    for HierarchicalHashGrid<B, S, A>
+impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u32>> BroadPhase<B>
+    for HierarchicalHashGrid<B, S, R, A>
 {
     fn capacity(&self) -> usize {
         self.slots.as_ref().len().min((HEAD - 1) as usize)
@@ -1426,10 +1497,7 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, A: Storage<u32>> BroadPhase<B>
         self.take_out(id);
         let s = &mut self.slots.as_mut()[id as usize];
         let b = s.aabb;
-        *s = HhgSlot {
-            rec: s.rec,
-            ..HhgSlot::EMPTY
-        };
+        *s = HhgSlot::EMPTY;
         self.len -= 1;
         Ok(b)
     }
@@ -1445,15 +1513,10 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, A: Storage<u32>> BroadPhase<B>
             // Few boxes: chain every stored id through `next`, then empty
             // exactly those slots.
             let mut chain = NONE;
-            let table = Self::TABLE;
             let mut lists = NONE;
             if self.grid_mode {
                 for p in 0..self.nrec as usize {
-                    let k = self.slots.as_ref()[p].rec;
-                    let lv = &self.levels[(k >> LOCAL_BITS) as usize];
-                    let head = self.arena.as_ref()[lv.cells_at(table) + (k & LOCAL_MASK) as usize];
-                    // Append the cell's list to `lists` through its tail.
-                    let mut a = head;
+                    let mut a = self.recs.as_ref()[p].head;
                     while a != NONE {
                         let next = self.slots.as_ref()[a as usize].next;
                         self.slots.as_mut()[a as usize].next = lists;
@@ -1463,7 +1526,7 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, A: Storage<u32>> BroadPhase<B>
                 }
             } else {
                 for p in 0..self.nrec as usize {
-                    let a = self.slots.as_ref()[p].rec;
+                    let a = self.recs.as_ref()[p].head;
                     self.slots.as_mut()[a as usize].next = lists;
                     lists = a;
                 }
@@ -1494,19 +1557,26 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, A: Storage<u32>> BroadPhase<B>
         self.garbage = 0;
         self.unbounded_head = NONE;
         self.unbounded_len = 0;
+        self.unsorted = 0;
     }
 
     fn for_each_pair<F: FnMut(u32, u32)>(&mut self, mut f: F) -> Result<(), Error> {
         if self.grid_mode {
+            // Walk the cells in memory order once an eighth of the records
+            // have been added or moved since the last sort.
+            if self.unsorted as u64 * 8 > self.nrec as u64 {
+                self.sort_records();
+            }
             self.grid_pairs(&mut f);
         } else {
             let slots = self.slots.as_ref();
+            let recs = self.recs.as_ref();
             let n = self.nrec as usize;
             for p in 0..n {
-                let a = slots[p].rec;
+                let a = recs[p].head;
                 let ba = slots[a as usize].aabb;
                 for q in p + 1..n {
-                    let b = slots[q].rec;
+                    let b = recs[q].head;
                     if ba.overlaps(&slots[b as usize].aabb) {
                         f(a, b);
                     }
@@ -1528,10 +1598,9 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, A: Storage<u32>> BroadPhase<B>
                 self.query_level(i, aabb, &mut f);
             }
         } else {
-            for p in 0..self.nrec as usize {
-                let a = slots[p].rec;
-                if aabb.overlaps(&slots[a as usize].aabb) {
-                    f(a);
+            for r in &self.recs.as_ref()[..self.nrec as usize] {
+                if aabb.overlaps(&slots[r.head as usize].aabb) {
+                    f(r.head);
                 }
             }
         }
@@ -1547,15 +1616,17 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, A: Storage<u32>> BroadPhase<B>
     }
 }
 
-impl<B: BoundingBox, S: Storage<HhgSlot<B>>, A: Storage<u32>> Validate
-    for HierarchicalHashGrid<B, S, A>
+impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u32>> Validate
+    for HierarchicalHashGrid<B, S, R, A>
 {
     fn validate(&self) -> Result<(), Corruption> {
         const W: &str = "HierarchicalHashGrid";
         let slots = self.slots.as_ref();
+        let recs = self.recs.as_ref();
         let arena = self.arena.as_ref();
         let table = Self::TABLE;
         ensure(self.used <= arena.len(), W, "arena use within the arena")?;
+        ensure(recs.len() >= slots.len(), W, "a record per id")?;
         ensure(self.garbage <= self.used, W, "garbage within use")?;
         ensure(self.nrec <= self.len, W, "records <= boxes")?;
         // Regions: disjoint, within use, tables as built.
@@ -1598,8 +1669,8 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, A: Storage<u32>> Validate
         let mut occupied = [0u32; LEVELS];
         let mut in_grids = 0u32;
         if self.grid_mode {
-            for p in 0..self.nrec as usize {
-                let k = slots[p].rec;
+            for (p, r) in recs[..self.nrec as usize].iter().enumerate() {
+                let k = r.key;
                 ensure(is_grid_key(k), W, "record is a grid key")?;
                 let i = (k >> LOCAL_BITS) as usize;
                 let lv = &self.levels[i];
@@ -1609,14 +1680,14 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, A: Storage<u32>> Validate
                     W,
                     "record cell in grid",
                 )?;
-                let head = arena[lv.cells_at(table) + (k & LOCAL_MASK) as usize];
-                ensure(head != EMPTY, W, "recorded cell occupied")?;
-                ensure((head as usize) < slots.len(), W, "head id in range")?;
                 ensure(
-                    slots[head as usize].prev == HEAD | p as u32,
+                    arena[lv.cells_at(table) + (k & LOCAL_MASK) as usize] == p as u32,
                     W,
-                    "head points at its record",
+                    "cell holds its record",
                 )?;
+                let head = r.head;
+                ensure((head as usize) < slots.len(), W, "head id in range")?;
+                ensure(slots[head as usize].prev == NONE, W, "head has no prev")?;
                 occupied[i] += 1;
                 let mut a = head;
                 let mut prev = NONE;
@@ -1668,8 +1739,9 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, A: Storage<u32>> Validate
                 }
             }
         } else {
-            for p in 0..self.nrec as usize {
-                let a = slots[p].rec;
+            for (p, r) in recs[..self.nrec as usize].iter().enumerate() {
+                let a = r.head;
+                ensure(r.key == KEY_FLAT, W, "flat record keyed flat")?;
                 ensure((a as usize) < slots.len(), W, "flat id in range")?;
                 ensure(slots[a as usize].key == KEY_FLAT, W, "flat box keyed flat")?;
                 ensure(slots[a as usize].prev == p as u32, W, "flat position")?;

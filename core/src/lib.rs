@@ -60,7 +60,7 @@ pub mod uniform;
 pub use brute::{BruteForceBroadPhase, BruteForceNeighbors, BruteSlot};
 pub use error::{Corruption, Error, Validate};
 pub use geom::{Aabb2, Aabb3, BoundingBox, HASH_PRIMES, Point, Vec2, Vec3};
-pub use hhg::{HhgConfig, HhgSlot, HhgStats, HierarchicalHashGrid, UpdateStrategy};
+pub use hhg::{HhgConfig, HhgRecord, HhgSlot, HhgStats, HierarchicalHashGrid, UpdateStrategy};
 pub use storage::Storage;
 pub use traits::{BroadPhase, NeighborSearch};
 

@@ -4,7 +4,7 @@ use spatium::uniform::{
     Bucket, BucketHash, BucketParticle, CellRecord, CellSortedHash, Head, LinkedHash,
     LinkedParticle, SortedParticle, TableSlot,
 };
-use spatium::{BoundingBox, BruteSlot, HhgConfig, HhgSlot, HierarchicalHashGrid, Point};
+use spatium::{BoundingBox, BruteSlot, HhgConfig, HhgRecord, HhgSlot, HierarchicalHashGrid, Point};
 
 /// Cell-sorted hash over `Vec`s.
 pub type VecCellSorted<P> =
@@ -45,10 +45,15 @@ pub fn brute_slots<B: BoundingBox>(capacity: usize) -> Vec<BruteSlot<B>> {
 }
 
 /// Hierarchical hash grid over `Vec`s.
-pub type VecHhg<B> = HierarchicalHashGrid<B, Vec<HhgSlot<B>>, Vec<u32>>;
+pub type VecHhg<B> = HierarchicalHashGrid<B, Vec<HhgSlot<B>>, Vec<HhgRecord>, Vec<u32>>;
 
 /// A hierarchical hash grid for `capacity` ids with an arena of `arena`
 /// words.
 pub fn hhg<B: BoundingBox>(capacity: usize, arena: usize, config: HhgConfig) -> VecHhg<B> {
-    HierarchicalHashGrid::new(vec![HhgSlot::EMPTY; capacity], vec![0; arena], config)
+    HierarchicalHashGrid::new(
+        vec![HhgSlot::EMPTY; capacity],
+        vec![HhgRecord::EMPTY; capacity],
+        vec![0; arena],
+        config,
+    )
 }
