@@ -14,6 +14,7 @@
 //! (`neighborhood_search_spatial_hashing`, `..._flat`), never the `_parallel`
 //! ones. No thread pool is configured, because none is used.
 
+pub mod bp_peers;
 pub mod check;
 pub mod runner;
 pub mod scene;
