@@ -214,6 +214,25 @@ impl HhgConfig {
         self
     }
 
+    /// Arena words for one grid of boxes `B` able to hold `objects` boxes at
+    /// this density without saturating: its offset table (729 words in 3D,
+    /// 81 in 2D) plus the smallest power-of-two cube of cells, from the
+    /// initial size and growing 2× per axis, whose cells × density reach
+    /// `objects`. Size an arena as the sum over the grids a scene needs (one
+    /// per size class in use).
+    pub fn arena_words_for<B: BoundingBox>(&self, objects: usize) -> usize {
+        let d = B::Point::DIM;
+        let max = Dims::max_log2(d);
+        let mut log2 = self.initial_log2.min(max);
+        loop {
+            let cells = 1usize << (log2 as usize * d);
+            if (objects as f32) <= cells as f32 * self.density || log2 >= max {
+                return Dims::table(d) + cells;
+            }
+            log2 += 1;
+        }
+    }
+
     /// The hierarchy factor.
     pub const fn hierarchy_factor(&self) -> f32 {
         self.factor
@@ -431,22 +450,11 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u
         }
     }
 
-    /// Arena words for one grid able to hold `objects` boxes at `density`
-    /// boxes per cell without saturating: its offset table plus the smallest
-    /// power-of-two cube of cells (from `16` per axis, growing 2× per axis)
-    /// whose cells × density reach `objects`. Size the arena as the sum over
-    /// the grids a scene needs.
+    /// Arena words for one grid able to hold `objects` boxes at the
+    /// configured density without saturating (see
+    /// [`HhgConfig::arena_words_for`]).
     pub fn arena_words_for(objects: usize, config: &HhgConfig) -> usize {
-        let d = Self::D as u32;
-        let mut log2 = config.initial_log2.min(Dims::max_log2(Self::D));
-        loop {
-            let cells = 1usize << (log2 as u32 * d);
-            if (objects as f32) <= cells as f32 * config.density || log2 >= Dims::max_log2(Self::D)
-            {
-                return Self::TABLE + cells;
-            }
-            log2 += 1;
-        }
+        config.arena_words_for::<B>(objects)
     }
 
     /// The configuration.
@@ -1238,9 +1246,9 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u
         let me = core::mem::size_of::<Self>();
         let rec = core::mem::size_of::<HhgRecord>();
         st.bytes_used = self.len as usize * (slot + rec) + st.arena_words_used * 4 + me;
-        st.bytes_total = self.slots.as_ref().len() * slot
-            + self.recs.as_ref().len() * rec
-            + self.arena.as_ref().len() * 4
+        st.bytes_total = core::mem::size_of_val(self.slots.as_ref())
+            + core::mem::size_of_val(self.recs.as_ref())
+            + core::mem::size_of_val(self.arena.as_ref())
             + me;
         st
     }
@@ -1572,11 +1580,11 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u
             let slots = self.slots.as_ref();
             let recs = self.recs.as_ref();
             let n = self.nrec as usize;
-            for p in 0..n {
-                let a = recs[p].head;
+            for (p, ra) in recs[..n].iter().enumerate() {
+                let a = ra.head;
                 let ba = slots[a as usize].aabb;
-                for q in p + 1..n {
-                    let b = recs[q].head;
+                for rb in &recs[p + 1..n] {
+                    let b = rb.head;
                     if ba.overlaps(&slots[b as usize].aabb) {
                         f(a, b);
                     }

@@ -266,10 +266,10 @@ fn insert_remove_storms_match_a_model() {
             );
             if round == 25 {
                 // Remove almost everything: grids stay, lists stay consistent.
-                for id in 0..cap {
-                    if model[id].is_some() && id % 10 != 0 {
+                for (id, m) in model.iter_mut().enumerate() {
+                    if m.is_some() && id % 10 != 0 {
                         g.remove(id as u32).unwrap();
-                        model[id] = None;
+                        *m = None;
                     }
                 }
                 g.validate().unwrap();
