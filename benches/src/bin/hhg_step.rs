@@ -1,0 +1,54 @@
+//! Quick per-step timing of the hierarchical hash grid on the paper's moving
+//! cubes (development probe; the report is the reference).
+
+use std::time::Instant;
+
+use spatium::{Aabb3, BroadPhase, HhgConfig, UpdateStrategy};
+use spatium_host_tests::make;
+use spatium_host_tests::scenarios::{moving_cubes, varied_cubes};
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let n: usize = args
+        .get(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1_000_000);
+    let varied = args.get(2).is_some_and(|s| s == "varied");
+    let arena_cap: Option<usize> = args.get(3).and_then(|s| s.parse().ok());
+    let mut sc = if varied {
+        varied_cubes::<Aabb3>(n, 12.0, 1)
+    } else {
+        moving_cubes::<Aabb3>(n, 1)
+    };
+    let cfg = HhgConfig::DEFAULT;
+    let words = arena_cap.unwrap_or(make::VecHhg::<Aabb3>::arena_words_for(n, &cfg) * 2);
+    let mut g = make::hhg::<Aabb3>(n, words, cfg);
+    let t = Instant::now();
+    for (i, b) in sc.boxes.iter().enumerate() {
+        g.insert(i as u32, *b).unwrap();
+    }
+    println!("setup {:.1} ms", t.elapsed().as_secs_f64() * 1e3);
+    for step in 0..5 {
+        sc.step();
+        let t = Instant::now();
+        g.update_all(&sc.boxes, UpdateStrategy::Incremental)
+            .unwrap();
+        let tu = t.elapsed().as_secs_f64() * 1e3;
+        let t = Instant::now();
+        let mut pairs = 0usize;
+        g.for_each_pair(|_, _| pairs += 1).unwrap();
+        let td = t.elapsed().as_secs_f64() * 1e3;
+        println!("step {step}: update {tu:.1} ms, detect {td:.1} ms, pairs {pairs}");
+    }
+    let st = g.stats();
+    for gs in &st.grid[..st.grids] {
+        println!("{gs:?}");
+    }
+    println!(
+        "bytes used {} ({:.1} B/object), total {} ({:.1} B/object)",
+        st.bytes_used,
+        st.bytes_used as f64 / n as f64,
+        st.bytes_total,
+        st.bytes_total as f64 / n as f64
+    );
+}
