@@ -20,14 +20,17 @@
 //! | [`uniform::LinkedHash`] | `8T + 32N` | `8T + 24N` |
 //! | [`BruteForceNeighbors`] | `12N` | `8N` |
 //! | [`BruteForceBroadPhase`] | `32C` | `24C` |
+//! | [`HierarchicalHashGrid`] | `44C + 4A` | `36C + 4A` |
 //!
-//! (`T` table slots, `N` particles, `C` ids.)
+//! (`T` table slots, `N` particles, `C` ids, `A` arena words.)
 //!
 //! ## Traits
 //!
 //! [`NeighborSearch`] (fixed-radius neighbour search) and [`BroadPhase`]
 //! (boxes with insert / update / remove by id, overlapping pairs, box
-//! queries); see [`traits`] for the shared conventions. Every structure also
+//! queries); see [`traits`] for the shared conventions. Broad phases:
+//! [`HierarchicalHashGrid`] (the pe engine's hierarchical hash grid, boxes of
+//! any size, `O(1)` insert / update / remove) and [`BruteForceBroadPhase`]. Every structure also
 //! implements [`Validate`].
 //!
 //! ## Guarantees
