@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
-"""Writes the seed corpus of the `uniform_hash` fuzz target.
+"""Writes the seed corpora of the `uniform_hash` and `hhg` fuzz targets.
 
 Each seed is encoded the way `arbitrary` 1.x decodes the target's `Input`
-(fuzz_targets/uniform_hash.rs): u8/i8/bool one byte, u32/f32 four bytes
-little-endian, an enum a u32 whose `(v * variants) >> 32` is the variant
-index, a collection one "keep going" byte (1) before each element and a 0
-after the last. Keep this file in step with the types in the target.
+(fuzz_targets/uniform_hash.rs, fuzz_targets/hhg.rs): u8/i8/bool one byte,
+u32/f32 four bytes little-endian, an enum a u32 whose `(v * variants) >> 32`
+is the variant index, a collection one "keep going" byte (1) before each
+element and a 0 after the last. Keep this file in step with the types in the
+targets.
 
-Usage: python3 gen_corpus.py [OUT_DIR]   (default: corpus/uniform_hash)
+Usage: python3 gen_corpus.py [OUT_DIR [HHG_OUT_DIR]]
+       (default: corpus/uniform_hash and corpus/hhg)
 """
 
 import os
@@ -306,15 +308,305 @@ SEEDS = {
 }
 
 
-def main():
-    here = os.path.dirname(os.path.abspath(__file__))
-    out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "corpus", "uniform_hash")
+# ---------------------------------------------------------------------------
+# hhg (fuzz_targets/hhg.rs)
+# ---------------------------------------------------------------------------
+
+
+# Lattice { pe: i8, pos: [i8; 3], se: i8, edge: [u8; 3] }: corner
+# pos / 4 * 2^(pe mod 12 - 6), edges edge / 4 * 2^(se mod 16 - 8).
+def h_lat(pos, edge, pexp=0, sexp=0):
+    return i8(pexp + 6) + lat(pos) + i8(sexp + 8) + b"".join(u8(e) for e in edge)
+
+
+# Kind: Lattice, Lattice2, Lattice3, Copy(u8, Lattice), Touch { of, axis, lat }
+def k_lat(pos, edge, pexp=0, sexp=0):
+    return variant(0, 5) + h_lat(pos, edge, pexp, sexp)
+
+
+def k_copy(of):
+    return variant(3, 5) + u8(of) + h_lat((0, 0, 0), (1, 1, 1))
+
+
+def k_touch(of, axis, edge, sexp=0):
+    return variant(4, 5) + u8(of) + u8(axis) + h_lat((0, 0, 0), edge, 0, sexp)
+
+
+# Value: Raw(f32), Special(u8), Edge(bool, i8); Override { slot: u8 (lo x, lo y,
+# lo z, hi x, hi y, hi z), value }
+def v_raw(x):
+    return variant(0, 3) + f32(x)
+
+
+def v_raw_bits(bits):
+    return variant(0, 3) + f32_bits(bits)
+
+
+def v_special(k):
+    return variant(1, 3) + u8(k)
+
+
+def v_edge(neg, off):
+    return variant(2, 3) + boolean(neg) + i8(off)
+
+
+def h_box(kind, overrides=()):
+    return kind + vec([u8(slot) + value for slot, value in overrides])
+
+
+def bx(pos, edge, pexp=0, sexp=0, overrides=()):
+    return h_box(k_lat(pos, edge, pexp, sexp), overrides)
+
+
+# Op: Insert, InsertUnbounded, Update, Remove, UpdateAll, Query, Clear, Pairs,
+# SortRecords
+H_OPS = 9
+
+
+def h_insert(id_, box):
+    return variant(0, H_OPS) + u8(id_) + box
+
+
+def h_insert_unbounded(id_, box):
+    return variant(1, H_OPS) + u8(id_) + box
+
+
+def h_update(id_, box):
+    return variant(2, H_OPS) + u8(id_) + box
+
+
+def h_remove(id_):
+    return variant(3, H_OPS) + u8(id_)
+
+
+# LenIn: Full, Full2, Full3, Short(u8), Long(u8)
+def len_full():
+    return variant(0, 5)
+
+
+def len_short(k):
+    return variant(3, 5) + u8(k)
+
+
+def len_long(k):
+    return variant(4, 5) + u8(k)
+
+
+def h_update_all(incremental, moves, length=None, nan_fill=True):
+    return (
+        variant(4, H_OPS)
+        + boolean(incremental)
+        + vec([u8(i) + box for i, box in moves])
+        + (length or len_full())
+        + boolean(nan_fill)
+    )
+
+
+def h_query(box):
+    return variant(5, H_OPS) + box
+
+
+def h_clear():
+    return variant(6, H_OPS)
+
+
+def h_pairs():
+    return variant(7, H_OPS)
+
+
+def h_sort():
+    return variant(8, H_OPS)
+
+
+# Input: factor index into [2, 1.25, 8, 1.5, 3, 64], density index into
+# [0.125, 1, 4, 0.01, 1024], initial log2 2 + k % 3, small-N threshold
+# k % 41, arena index into [0, 100, 1000, 5000, 50000] words, arena fill
+# word, a raw hierarchy factor, then (3D?, op) pairs.
+def h_seed(ops, factor=0, density=0, log2=2, small_n=32, arena=4, fill=0, raw_factor=2.0):
+    return (
+        u8(factor)
+        + u8(density)
+        + u8(log2)
+        + u8(small_n)
+        + u8(arena)
+        + struct.pack("<I", fill)
+        + f32(raw_factor)
+        + b"".join(b"\x01" + boolean(three) + op for three, op in ops)
+    )
+
+
+def both(ops):
+    """The same operations on the 2D and the 3D world."""
+    return [(False, op) for op in ops] + [(True, op) for op in ops]
+
+
+# Boxes from 2^-6 to 2^5 in edge, some coinciding, some touching, a point.
+SIZES = [
+    bx((0, 0, 0), (4, 4, 4)),
+    bx((4, 0, 0), (4, 4, 4)),
+    bx((0, 0, 0), (4, 4, 4)),
+    bx((1, 1, 1), (1, 1, 1), -2, -6),
+    bx((0, 0, 0), (7, 3, 1), 0, 5),
+    bx((-8, -8, -8), (0, 0, 0)),
+    bx((2, 2, 2), (3, 3, 3), 2, 2),
+    bx((-3, 5, 1), (2, 1, 0), -1, -3),
+    h_box(k_copy(4)),
+    h_box(k_touch(0, 1, (2, 2, 2))),
+    h_box(k_touch(6, 0, (1, 1, 1), -4)),
+    bx((20, -20, 7), (15, 15, 15), 5, 7),
+]
+
+HHG_SEEDS = {
+    # Many sizes, so many grids, straight from the first box.
+    "many_sizes": h_seed(
+        both(
+            [h_insert(i, b) for i, b in enumerate(SIZES)]
+            + [
+                h_pairs(),
+                h_query(bx((0, 0, 0), (1, 1, 1))),
+                h_update(3, bx((5, 5, 5), (2, 2, 2), 0, 3)),
+                h_update(6, bx((0, 0, 0), (0, 0, 0))),
+                h_update_all(True, [(1, bx((1, 1, 1), (3, 3, 3), 0, -5))]),
+                h_update_all(False, [(2, bx((-1, -1, -1), (9, 9, 9), 0, 1))]),
+                h_remove(0),
+                h_remove(0),
+                h_sort(),
+                h_pairs(),
+            ]
+        ),
+        small_n=0,
+    ),
+    # The small-N path, the switch to the grids, a clear, the path again.
+    "small_n_switch": h_seed(
+        both(
+            [h_insert(i, b) for i, b in enumerate(SIZES[:9])]
+            + [h_remove(2), h_insert(2, SIZES[9]), h_insert(20, SIZES[10]), h_pairs(), h_clear()]
+            + [h_insert(i + 10, b) for i, b in enumerate(SIZES[:5])]
+        ),
+        small_n=8,
+        arena=3,
+    ),
+    # One small grid fits: saturation, fallback to larger grids and to the
+    # unbounded container; factor 1.25.
+    "starved_arena": h_seed(
+        both(
+            [h_insert(i, bx((i % 5, i // 5, i % 3), (1 + i % 3, 1, 2), i % 4 - 2, i % 7 - 3))
+             for i in range(24)]
+            + [h_pairs(), h_update_all(True, []), h_update_all(False, [(5, SIZES[11])])]
+        ),
+        factor=1,
+        log2=0,
+        small_n=0,
+        arena=2,
+    ),
+    # No arena: unbounded objects (half-spaces, slabs, everything) and bad
+    # input of every kind.
+    "unbounded_and_invalid": h_seed(
+        both(
+            [
+                h_insert(0, SIZES[0]),
+                h_insert(1, SIZES[4]),
+                h_insert_unbounded(2, bx((0, 0, 0), (1, 1, 1), overrides=[(0, v_special(4))])),
+                h_insert_unbounded(3, bx((0, 0, 0), (1, 1, 1), overrides=[(4, v_special(3)),
+                                                                          (1, v_special(4))])),
+                h_insert_unbounded(4, bx((0, 0, 0), (1, 1, 1), overrides=[(0, v_special(3))])),
+                h_insert_unbounded(5, bx((0, 0, 0), (1, 1, 1), overrides=[(3, v_special(2))])),
+                h_insert(6, bx((0, 0, 0), (1, 1, 1), overrides=[(2, v_special(2))])),
+                h_insert(7, bx((3, 0, 0), (1, 1, 1), overrides=[(3, v_raw(-1.0))])),
+                h_insert(8, bx((0, 0, 0), (1, 1, 1), overrides=[(3, v_special(3))])),
+                h_insert(38, SIZES[1]),
+                h_insert(0, SIZES[1]),
+                h_update(9, SIZES[1]),
+                h_update(3, bx((0, 0, 0), (1, 1, 1), overrides=[(5, v_special(3))])),
+                h_query(bx((0, 0, 0), (1, 1, 1), overrides=[(0, v_special(4)), (3, v_special(3))])),
+                h_query(bx((0, 0, 0), (1, 1, 1), overrides=[(3, v_special(4))])),
+                h_update_all(True, [(3, bx((0, 0, 0), (1, 1, 1), overrides=[(0, v_special(2))]))]),
+                h_update_all(False, [], len_short(1)),
+                h_update_all(True, [], len_long(3), nan_fill=False),
+                h_remove(3),
+                h_pairs(),
+            ]
+        ),
+        small_n=0,
+        arena=0,
+    ),
+    # Raw and special coordinates: huge, subnormal, -0.0, the range limit.
+    "range_and_raw": h_seed(
+        both(
+            [
+                h_insert(0, bx((1, 1, 1), (2, 2, 2))),
+                h_insert(1, bx((0, 0, 0), (1, 1, 1), overrides=[(0, v_special(10)),
+                                                                (3, v_special(10))])),
+                h_insert(2, bx((0, 0, 0), (1, 1, 1), overrides=[(0, v_edge(False, -2)),
+                                                                (3, v_edge(False, -2))])),
+                h_insert(3, bx((0, 0, 0), (1, 1, 1), overrides=[(1, v_edge(True, 2)),
+                                                                (4, v_edge(True, 1))])),
+                h_insert(4, bx((0, 0, 0), (0, 0, 0), overrides=[(0, v_special(1)),
+                                                                (3, v_special(0))])),
+                h_insert(5, bx((0, 0, 0), (0, 0, 0), overrides=[(3, v_raw_bits(1)),
+                                                                (4, v_special(8))])),
+                h_insert(6, bx((0, 0, 0), (1, 1, 1), overrides=[(0, v_special(6)),
+                                                                (3, v_special(5))])),
+                h_insert(7, bx((0, 0, 0), (1, 1, 1), overrides=[(2, v_special(12)),
+                                                                (5, v_special(12))])),
+                h_update(0, bx((0, 0, 0), (1, 1, 1), overrides=[(0, v_special(14)),
+                                                                (3, v_special(14))])),
+                h_query(bx((0, 0, 0), (1, 1, 1), overrides=[(0, v_special(6)),
+                                                            (3, v_special(5))])),
+                h_pairs(),
+            ]
+        ),
+        factor=2,
+        small_n=0,
+    ),
+    # A tiny first box (c0 = 1e-30 * sqrt(f)): lattice boxes far out are then
+    # out of range.
+    "tiny_first_box": h_seed(
+        both(
+            [
+                h_insert(0, bx((0, 0, 0), (0, 0, 0), overrides=[(3, v_special(19))])),
+                h_insert(1, bx((100, 0, 0), (0, 0, 0), 5)),
+                h_insert(2, bx((1, 0, 0), (1, 0, 0), -6, -8)),
+                h_insert(3, bx((0, 0, 0), (4, 4, 4), 0, 7)),
+                h_update_all(True, [(0, bx((9, 9, 9), (0, 0, 0), 5))]),
+                h_pairs(),
+            ]
+        ),
+        factor=5,
+        small_n=0,
+        arena=3,
+    ),
+    # Growth: density 0.01 with 4 cells per axis, many boxes in one grid.
+    "growth": h_seed(
+        both(
+            [h_insert(i, bx((i % 6, (i // 6) % 6, i % 4), (2, 2, 2), -1, -2)) for i in range(30)]
+            + [h_pairs(), h_update_all(False, []), h_remove(7), h_remove(8), h_sort(), h_pairs()]
+        ),
+        density=3,
+        log2=0,
+        small_n=0,
+        fill=0xFFFF_FFFF,
+    ),
+}
+
+
+def write(out, seeds):
     os.makedirs(out, exist_ok=True)
-    for name, data in SEEDS.items():
-        assert len(data) < 1024, (name, len(data))
+    for name, data in seeds.items():
+        assert len(data) < 4096, (name, len(data))
         with open(os.path.join(out, name), "wb") as f:
             f.write(data)
         print(f"{name}: {len(data)} bytes")
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "corpus", "uniform_hash")
+    hhg_out = sys.argv[2] if len(sys.argv) > 2 else os.path.join(here, "corpus", "hhg")
+    for name, data in SEEDS.items():
+        assert len(data) < 1024, (name, len(data))
+    write(out, SEEDS)
+    write(hhg_out, HHG_SEEDS)
 
 
 if __name__ == "__main__":

@@ -80,18 +80,26 @@ else
     stage "cargo clippy (fuzz crate, -D warnings)"
     cargo clippy --manifest-path fuzz/Cargo.toml --all-targets -- -D warnings
 
-    stage "fuzz: uniform_hash for ${FUZZ_SECONDS}s"
-    # Fuzz a copy of the committed seed corpus so the run leaves the
-    # repository clean: new inputs go to fuzz/target/corpus-run, crash
-    # inputs to fuzz/artifacts/ (both ignored by git).
-    rm -rf fuzz/target/corpus-run
-    mkdir -p fuzz/target/corpus-run
-    cp -R fuzz/corpus/uniform_hash/. fuzz/target/corpus-run/
-    (
-        cd fuzz
-        RUSTC_BOOTSTRAP=1 cargo fuzz run uniform_hash target/corpus-run -- \
-            -max_total_time="$FUZZ_SECONDS"
-    )
+    for target in uniform_hash hhg; do
+        stage "fuzz: $target for ${FUZZ_SECONDS}s"
+        # Fuzz a copy of the committed seed corpus so the run leaves the
+        # repository clean: new inputs go to fuzz/target/corpus-run-<target>,
+        # crash inputs to fuzz/artifacts/<target>/ (both ignored by git).
+        run_dir="fuzz/target/corpus-run-$target"
+        rm -rf "$run_dir"
+        mkdir -p "$run_dir"
+        cp -R "fuzz/corpus/$target/." "$run_dir/"
+        if ! (
+            cd fuzz &&
+                RUSTC_BOOTSTRAP=1 cargo fuzz run "$target" "target/corpus-run-$target" -- \
+                    -max_total_time="$FUZZ_SECONDS"
+        ); then
+            echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!" >&2
+            echo "FUZZ FAILURE: $target (crash input under fuzz/artifacts/$target/)" >&2
+            echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!" >&2
+            exit 1
+        fi
+    done
 fi
 
 finish_stage

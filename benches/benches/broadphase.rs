@@ -42,13 +42,18 @@ fn bench(c: &mut Criterion) {
     let mut check = Vec::new();
     let mut k = 0usize;
     let mut step_hhg = |k: usize| {
-        g.update_all(sets[k % 2], UpdateStrategy::Incremental).unwrap();
+        g.update_all(sets[k % 2], UpdateStrategy::Incremental)
+            .unwrap();
         let mut n = 0u64;
         g.for_each_pair(|_, _| n += 1).unwrap();
         n
     };
     check.push(("hhg", step_hhg(1)));
-    assert_eq!(check.last().unwrap().1, check[0].1, "hhg disagrees with hhg");
+    assert_eq!(
+        check.last().unwrap().1,
+        check[0].1,
+        "hhg disagrees with hhg"
+    );
     let mut grp = c.benchmark_group(format!("step/{N}"));
     grp.sample_size(20).measurement_time(Duration::from_secs(3));
     grp.bench_function("hhg", |b| {
@@ -64,7 +69,11 @@ fn bench(c: &mut Criterion) {
         n
     };
     check.push(("sap", step_sap(1)));
-    assert_eq!(check.last().unwrap().1, check[0].1, "sap disagrees with hhg");
+    assert_eq!(
+        check.last().unwrap().1,
+        check[0].1,
+        "sap disagrees with hhg"
+    );
     grp.bench_function("sap", |b| {
         b.iter(|| {
             k += 1;
@@ -78,7 +87,11 @@ fn bench(c: &mut Criterion) {
         n
     };
     check.push(("parry-refit", step_refit(1)));
-    assert_eq!(check.last().unwrap().1, check[0].1, "parry-refit disagrees with hhg");
+    assert_eq!(
+        check.last().unwrap().1,
+        check[0].1,
+        "parry-refit disagrees with hhg"
+    );
     grp.bench_function("parry-refit", |b| {
         b.iter(|| {
             k += 1;
@@ -92,7 +105,11 @@ fn bench(c: &mut Criterion) {
         n
     };
     check.push(("parry-rebuild", step_rebuild(1)));
-    assert_eq!(check.last().unwrap().1, check[0].1, "parry-rebuild disagrees with hhg");
+    assert_eq!(
+        check.last().unwrap().1,
+        check[0].1,
+        "parry-rebuild disagrees with hhg"
+    );
     grp.bench_function("parry-rebuild", |b| {
         b.iter(|| {
             k += 1;
@@ -108,7 +125,11 @@ fn bench(c: &mut Criterion) {
         n
     };
     check.push(("brute", step_brute(1)));
-    assert_eq!(check.last().unwrap().1, check[0].1, "brute disagrees with hhg");
+    assert_eq!(
+        check.last().unwrap().1,
+        check[0].1,
+        "brute disagrees with hhg"
+    );
     grp.sample_size(10);
     grp.bench_function("brute", |b| {
         b.iter(|| {
