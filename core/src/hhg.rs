@@ -1180,8 +1180,18 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u
         } else {
             Target::TooLarge
         };
-        if t == current && t == Target::TooLarge {
+        if t == current {
+            // Same grid after all (a box kept above its size's level by the
+            // coordinate range or a full arena), or still too large: move
+            // only if the cell changed.
             self.slots.as_mut()[id as usize].aabb = b;
+            if let Target::Grid(j) = t {
+                let local = Self::local(&self.levels[j], b.min());
+                if key(j, local) != k {
+                    self.unlink(id);
+                    self.link(id, j, local);
+                }
+            }
             return;
         }
         self.take_out(id);
