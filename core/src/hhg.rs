@@ -67,8 +67,8 @@ const KEY_TOO_LARGE: u32 = (31 << LOCAL_BITS) | 1;
 
 /// End of a list.
 const NONE: u32 = u32::MAX;
-/// `prev` of the first box of a cell: this flag plus its cell's record.
-const HEAD: u32 = 1 << 31;
+/// Ids are below this (and below the slot count).
+const MAX_IDS: u32 = (1 << 31) - 1;
 /// An empty cell.
 const EMPTY: u32 = u32::MAX;
 
@@ -983,7 +983,7 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u
     fn check_id_free(&self, id: u32) -> Result<(), Error> {
         match self.slots.as_ref().get(id as usize) {
             None => Err(Error::IdOutOfRange { id }),
-            Some(_) if id >= HEAD - 1 => Err(Error::IdOutOfRange { id }),
+            Some(_) if id >= MAX_IDS => Err(Error::IdOutOfRange { id }),
             Some(s) if s.key != ABSENT => Err(Error::DuplicateId { id }),
             Some(_) => Ok(()),
         }
@@ -1063,15 +1063,7 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u
                 continue;
             }
             seen += 1;
-            if k == KEY_UNBOUNDED {
-                Self::check_unbounded(b)?;
-            } else {
-                b.check()?;
-                if !self.stays(k, b) {
-                    // The level's range check (levels exist once a box does).
-                    self.ideal(b)?;
-                }
-            }
+            self.check_update(k, b)?;
         }
         if seen != self.len {
             return Err(Error::LengthMismatch {
@@ -1138,6 +1130,20 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u
             }
             a = next;
         }
+    }
+
+    /// Whether the box keyed `k` may become `b`: the box checks of its kind
+    /// and, unless it stays in its grid, the range check of the level it
+    /// would go to (levels exist once a bounded box does).
+    fn check_update(&self, k: u32, b: &B) -> Result<(), Error> {
+        if k == KEY_UNBOUNDED {
+            return Self::check_unbounded(b);
+        }
+        b.check()?;
+        if !self.stays(k, b) {
+            self.ideal(b)?;
+        }
+        Ok(())
     }
 
     /// `true` if the box keyed `k` can stay in its grid with box `b`: same
@@ -1321,38 +1327,53 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u
         self.unsorted = 0;
     }
 
+    /// The cells of a grid.
+    #[inline(always)]
+    fn cells(&self, lv: &Level) -> &[u32] {
+        &self.arena.as_ref()[lv.cells_at(Self::TABLE)..][..lv.cells]
+    }
+
+    /// The offset-table row of cell `local` (the cell itself, the forward
+    /// half, then the backward half).
+    #[inline(always)]
+    fn row(&self, lv: &Level, local: u32) -> &[u32] {
+        let st = Self::STENCIL;
+        &self.arena.as_ref()[lv.base + Self::class(lv, local) * st..][..st]
+    }
+
+    /// Reports box `a` against every overlapping box of the list at `b`.
+    #[inline(always)]
+    fn against_list<F: FnMut(u32, u32)>(&self, a: u32, ba: &B, mut b: u32, f: &mut F) {
+        let slots = self.slots.as_ref();
+        while b != NONE {
+            let sb = &slots[b as usize];
+            if ba.overlaps(&sb.aabb) {
+                f(a, b);
+            }
+            b = sb.next;
+        }
+    }
+
     /// Pairs of the grids (Algorithm 4).
     fn grid_pairs<F: FnMut(u32, u32)>(&self, f: &mut F) {
         let slots = self.slots.as_ref();
-        let arena = self.arena.as_ref();
         let recs = self.recs.as_ref();
-        let table = Self::TABLE;
-        let st = Self::STENCIL;
         for r in &recs[..self.nrec as usize] {
             let k = r.key;
             let i = (k >> LOCAL_BITS) as usize;
             let local = k & LOCAL_MASK;
             let lv = &self.levels[i];
-            let cells = &arena[lv.cells_at(table)..lv.cells_at(table) + lv.cells];
+            let cells = self.cells(lv);
             let head = r.head;
             // Inside the cell.
             let mut a = head;
             while a != NONE {
                 let sa = &slots[a as usize];
-                let mut b = sa.next;
-                while b != NONE {
-                    let sb = &slots[b as usize];
-                    if sa.aabb.overlaps(&sb.aabb) {
-                        f(a, b);
-                    }
-                    b = sb.next;
-                }
+                self.against_list(a, &sa.aabb, sa.next, f);
                 a = sa.next;
             }
             // Forward half of the neighbours.
-            let class = Self::class(lv, local);
-            let row = &arena[lv.base + class * st..lv.base + class * st + st];
-            for &off in &row[1..=Self::HALF] {
+            for &off in &self.row(lv, local)[1..=Self::HALF] {
                 let q = cells[local.wrapping_add(off) as usize];
                 if q == EMPTY {
                     continue;
@@ -1361,14 +1382,7 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u
                 let mut a = head;
                 while a != NONE {
                     let sa = &slots[a as usize];
-                    let mut b = nb;
-                    while b != NONE {
-                        let sb = &slots[b as usize];
-                        if sa.aabb.overlaps(&sb.aabb) {
-                            f(a, b);
-                        }
-                        b = sb.next;
-                    }
+                    self.against_list(a, &sa.aabb, nb, f);
                     a = sa.next;
                 }
             }
@@ -1386,21 +1400,11 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u
                     m &= m - 1;
                     let lh = &self.levels[h];
                     let hl = Self::local(lh, sa.aabb.min());
-                    let hcells = &arena[lh.cells_at(table)..lh.cells_at(table) + lh.cells];
-                    let class = Self::class(lh, hl);
-                    let row = &arena[lh.base + class * st..lh.base + class * st + st];
-                    for &off in row {
+                    let hcells = self.cells(lh);
+                    for &off in self.row(lh, hl) {
                         let q = hcells[hl.wrapping_add(off) as usize];
-                        if q == EMPTY {
-                            continue;
-                        }
-                        let mut b = recs[q as usize].head;
-                        while b != NONE {
-                            let sb = &slots[b as usize];
-                            if sa.aabb.overlaps(&sb.aabb) {
-                                f(a, b);
-                            }
-                            b = sb.next;
+                        if q != EMPTY {
+                            self.against_list(a, &sa.aabb, recs[q as usize].head, f);
                         }
                     }
                 }
@@ -1416,7 +1420,7 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u
         let lv = &self.levels[i];
         let slots = self.slots.as_ref();
         let recs = self.recs.as_ref();
-        let cells = &self.arena.as_ref()[lv.cells_at(Self::TABLE)..][..lv.cells];
+        let cells = self.cells(lv);
         let mut lo = [0u32; 3];
         let mut n = [1u32; 3];
         let mut total = 1u64;
@@ -1475,7 +1479,7 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u
     for HierarchicalHashGrid<B, S, R, A>
 {
     fn capacity(&self) -> usize {
-        self.slots.as_ref().len().min((HEAD - 1) as usize)
+        self.slots.as_ref().len().min(MAX_IDS as usize)
     }
 
     fn len(&self) -> usize {
@@ -1500,12 +1504,7 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u
 
     fn update(&mut self, id: u32, aabb: B) -> Result<(), Error> {
         let k = self.stored_key(id)?;
-        if k == KEY_UNBOUNDED {
-            Self::check_unbounded(&aabb)?;
-        } else {
-            aabb.check()?;
-            self.ideal(&aabb)?;
-        }
+        self.check_update(k, &aabb)?;
         self.apply_update(id, aabb);
         Ok(())
     }
@@ -1699,7 +1698,7 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u
                     "record cell in grid",
                 )?;
                 ensure(
-                    arena[lv.cells_at(table) + (k & LOCAL_MASK) as usize] == p as u32,
+                    self.cells(lv)[(k & LOCAL_MASK) as usize] == p as u32,
                     W,
                     "cell holds its record",
                 )?;
@@ -1740,7 +1739,7 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u
                 }
                 ensure(lv.objects == objects[i], W, "grid box count")?;
                 ensure(lv.occupied == occupied[i], W, "grid occupied count")?;
-                let cells = &arena[lv.cells_at(table)..lv.cells_at(table) + lv.cells];
+                let cells = self.cells(lv);
                 let nonempty = cells.iter().filter(|&&c| c != EMPTY).count();
                 ensure(
                     nonempty == occupied[i] as usize,
