@@ -39,103 +39,55 @@ fn bench(c: &mut Criterion) {
 
     // Alternate between the two box sets so every iteration really moves.
     let sets = [&start, &moved];
-    let mut check = Vec::new();
-    let mut k = 0usize;
-    let mut step_hhg = |k: usize| {
-        g.update_all(sets[k % 2], UpdateStrategy::Incremental)
-            .unwrap();
+    let mut grp = c.benchmark_group(format!("step/{N}"));
+    grp.sample_size(20).measurement_time(Duration::from_secs(3));
+    let mut reference = None;
+    let mut bench_step = |name: &str, step: &mut dyn FnMut(&[Aabb3]) -> u64| {
+        let pairs = step(sets[1]);
+        assert_eq!(
+            *reference.get_or_insert(pairs),
+            pairs,
+            "{name} disagrees with hhg"
+        );
+        let mut k = 0usize;
+        grp.bench_function(name, |b| {
+            b.iter(|| {
+                k += 1;
+                black_box(step(sets[k % 2]))
+            })
+        });
+    };
+    bench_step("hhg", &mut |boxes| {
+        g.update_all(boxes, UpdateStrategy::Incremental).unwrap();
         let mut n = 0u64;
         g.for_each_pair(|_, _| n += 1).unwrap();
         n
-    };
-    check.push(("hhg", step_hhg(1)));
-    assert_eq!(
-        check.last().unwrap().1,
-        check[0].1,
-        "hhg disagrees with hhg"
-    );
-    let mut grp = c.benchmark_group(format!("step/{N}"));
-    grp.sample_size(20).measurement_time(Duration::from_secs(3));
-    grp.bench_function("hhg", |b| {
-        b.iter(|| {
-            k += 1;
-            black_box(step_hhg(k))
-        })
     });
-    let mut step_sap = |k: usize| {
-        sap.update(sets[k % 2]);
+    bench_step("sap", &mut |boxes| {
+        sap.update(boxes);
         let mut n = 0u64;
         sap.for_each_pair(|_, _| n += 1);
         n
-    };
-    check.push(("sap", step_sap(1)));
-    assert_eq!(
-        check.last().unwrap().1,
-        check[0].1,
-        "sap disagrees with hhg"
-    );
-    grp.bench_function("sap", |b| {
-        b.iter(|| {
-            k += 1;
-            black_box(step_sap(k))
-        })
     });
-    let mut step_refit = |k: usize| {
-        refit.refit(sets[k % 2]);
+    bench_step("parry-refit", &mut |boxes| {
+        refit.refit(boxes);
         let mut n = 0u64;
         refit.for_each_pair(|_, _| n += 1);
         n
-    };
-    check.push(("parry-refit", step_refit(1)));
-    assert_eq!(
-        check.last().unwrap().1,
-        check[0].1,
-        "parry-refit disagrees with hhg"
-    );
-    grp.bench_function("parry-refit", |b| {
-        b.iter(|| {
-            k += 1;
-            black_box(step_refit(k))
-        })
     });
-    let mut step_rebuild = |k: usize| {
-        rebuild.rebuild(sets[k % 2]);
+    bench_step("parry-rebuild", &mut |boxes| {
+        rebuild.rebuild(boxes);
         let mut n = 0u64;
         rebuild.for_each_pair(|_, _| n += 1);
         n
-    };
-    check.push(("parry-rebuild", step_rebuild(1)));
-    assert_eq!(
-        check.last().unwrap().1,
-        check[0].1,
-        "parry-rebuild disagrees with hhg"
-    );
-    grp.bench_function("parry-rebuild", |b| {
-        b.iter(|| {
-            k += 1;
-            black_box(step_rebuild(k))
-        })
     });
-    let mut step_brute = |k: usize| {
-        for (i, b) in sets[k % 2].iter().enumerate() {
+    bench_step("brute", &mut |boxes| {
+        for (i, b) in boxes.iter().enumerate() {
             brute.update(i as u32, *b).unwrap();
         }
         let mut n = 0u64;
         brute.for_each_pair(|_, _| n += 1).unwrap();
         n
-    };
-    check.push(("brute", step_brute(1)));
-    assert_eq!(
-        check.last().unwrap().1,
-        check[0].1,
-        "brute disagrees with hhg"
-    );
-    grp.sample_size(10);
-    grp.bench_function("brute", |b| {
-        b.iter(|| {
-            k += 1;
-            black_box(step_brute(k))
-        })
     });
     grp.finish();
 }
