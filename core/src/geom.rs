@@ -247,7 +247,7 @@ const fn half2() -> [[i32; 2]; 4] {
 
 /// Spreads the low 21 bits of `v` to every third bit.
 #[inline(always)]
-const fn spread3(v: u32) -> u64 {
+pub(crate) const fn spread3(v: u32) -> u64 {
     let mut x = (v & 0x1f_ffff) as u64;
     x = (x | (x << 32)) & 0x001f_0000_0000_ffff;
     x = (x | (x << 16)) & 0x001f_0000_ff00_00ff;
@@ -259,7 +259,7 @@ const fn spread3(v: u32) -> u64 {
 
 /// Spreads the 32 bits of `v` to every second bit.
 #[inline(always)]
-const fn spread2(v: u32) -> u64 {
+pub(crate) const fn spread2(v: u32) -> u64 {
     let mut x = v as u64;
     x = (x | (x << 16)) & 0x0000_ffff_0000_ffff;
     x = (x | (x << 8)) & 0x00ff_00ff_00ff_00ff;
@@ -408,6 +408,8 @@ pub trait BoundingBox:
     type Point: Point<Aabb = Self>;
     /// The all-zero box (a point at the origin).
     const ZERO: Self;
+    /// A box of NaNs: never valid, used to mark empty slots.
+    const NAN: Self;
     /// A validated box: [`Error::NonFinite`] if a coordinate is NaN or
     /// infinite, [`Error::InvertedBox`] if `min > max` on some axis.
     fn try_new(min: Self::Point, max: Self::Point) -> Result<Self, Error>;
@@ -483,6 +485,10 @@ impl BoundingBox for Aabb2 {
         min: Vec2::ZERO,
         max: Vec2::ZERO,
     };
+    const NAN: Self = Self {
+        min: Vec2::new(f32::NAN, f32::NAN),
+        max: Vec2::new(f32::NAN, f32::NAN),
+    };
     fn try_new(min: Vec2, max: Vec2) -> Result<Self, Error> {
         let b = Self { min, max };
         b.check().map(|()| b)
@@ -515,6 +521,10 @@ impl BoundingBox for Aabb3 {
     const ZERO: Self = Self {
         min: Vec3::ZERO,
         max: Vec3::ZERO,
+    };
+    const NAN: Self = Self {
+        min: Vec3::new(f32::NAN, f32::NAN, f32::NAN),
+        max: Vec3::new(f32::NAN, f32::NAN, f32::NAN),
     };
     fn try_new(min: Vec3, max: Vec3) -> Result<Self, Error> {
         let b = Self { min, max };

@@ -56,6 +56,7 @@ mod csr;
 pub mod error;
 pub mod geom;
 pub mod hhg;
+pub mod kdtree;
 pub mod storage;
 pub mod traits;
 pub mod uniform;

@@ -1,0 +1,245 @@
+//! [`KdBroadPhase`]: the linear kd-tree behind the [`BroadPhase`] trait.
+
+use crate::error::{Corruption, Error, Validate, ensure};
+use crate::geom::{BoundingBox, Point};
+use crate::kdtree::{
+    BoxSource, Candidates, KdConfig, KdRecord, KdStats, LinearKdTree, LocCode, MAX_ELEMENTS,
+};
+use crate::storage::Storage;
+use crate::traits::BroadPhase;
+
+/// One id's box in a [`KdBroadPhase`] (a box of NaNs when the id is not
+/// stored).
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct KdSlot<B>(B);
+
+impl<B: BoundingBox> KdSlot<B> {
+    /// An unused slot.
+    pub const EMPTY: Self = Self(B::NAN);
+
+    #[inline(always)]
+    fn get(&self) -> Option<B> {
+        // A stored box is finite, so a NaN coordinate marks an empty slot.
+        (!self.0.min().coord(0).is_nan()).then_some(self.0)
+    }
+}
+
+impl<B: BoundingBox> BoxSource<B> for [KdSlot<B>] {
+    #[inline(always)]
+    fn id_bound(&self) -> usize {
+        self.len()
+    }
+    #[inline(always)]
+    fn get(&self, id: usize) -> Option<B> {
+        <[KdSlot<B>]>::get(self, id).and_then(KdSlot::get)
+    }
+}
+
+/// A linear kd-tree broad phase with insert / update / remove by id: boxes
+/// live in one slot per id, and the tree is rebuilt (or, with temporal
+/// reuse, repaired) at the first pair or box query after a change.
+///
+/// Memory: `C · size_of::<B>()` bytes of slots (24 per id in 3D, 16 in 2D)
+/// plus the tree's two record buffers (see [`crate::kdtree`]).
+///
+/// # Example
+///
+/// ```
+/// use spatium::{Aabb2, BroadPhase, Vec2};
+/// use spatium::kdtree::{KdBroadPhase, KdConfig, KdRecord, KdSlot};
+///
+/// let mut bp = KdBroadPhase::<Aabb2, u32, _, _>::new(
+///     [KdSlot::EMPTY; 16],
+///     [KdRecord::EMPTY; 64],
+///     [KdRecord::EMPTY; 64],
+///     KdConfig::DEFAULT,
+/// );
+/// bp.insert(3, Aabb2::new(Vec2::new(0.0, 0.0), Vec2::new(1.0, 1.0)).unwrap()).unwrap();
+/// bp.insert(7, Aabb2::new(Vec2::new(0.9, 0.9), Vec2::new(2.0, 2.0)).unwrap()).unwrap();
+/// let mut pairs = 0;
+/// bp.for_each_pair(|a, b| { assert_eq!(a + b, 10); pairs += 1 }).unwrap();
+/// assert_eq!(pairs, 1);
+/// ```
+#[derive(Clone, Debug)]
+pub struct KdBroadPhase<B: BoundingBox, K: LocCode, S: Storage<KdSlot<B>>, R: Storage<KdRecord<K>>>
+{
+    slots: S,
+    tree: LinearKdTree<B, K, R>,
+    len: usize,
+    dirty: bool,
+}
+
+impl<B: BoundingBox, K: LocCode, S: Storage<KdSlot<B>>, R: Storage<KdRecord<K>>>
+    KdBroadPhase<B, K, S, R>
+{
+    /// An empty broad phase over `slots` (all [`KdSlot::EMPTY`]; its length
+    /// is the id capacity) and two record buffers (records and sort
+    /// scratch; the smaller length bounds how many boxes can be stored).
+    pub const fn new(slots: S, records: R, scratch: R, config: KdConfig<B>) -> Self {
+        Self {
+            slots,
+            tree: LinearKdTree::new(records, scratch, config),
+            len: 0,
+            dirty: false,
+        }
+    }
+
+    /// The tree, as of the last rebuild.
+    pub fn tree(&self) -> &LinearKdTree<B, K, R> {
+        &self.tree
+    }
+
+    /// What the last rebuild did.
+    pub fn stats(&self) -> KdStats {
+        self.tree.stats()
+    }
+
+    /// Replaces the configuration.
+    pub fn set_config(&mut self, config: KdConfig<B>) {
+        self.tree.set_config(config);
+        self.dirty = true;
+    }
+
+    fn refresh(&mut self) -> Result<(), Error> {
+        if self.dirty {
+            self.tree.build_from(self.slots.as_ref())?;
+            self.dirty = false;
+        }
+        Ok(())
+    }
+
+    /// Rebuilds if needed, then calls `f(a, b)` for the pairs selected by
+    /// `mode` (see [`Candidates`]).
+    ///
+    /// # Errors
+    /// None in practice: every stored box was validated on insert, and
+    /// insert keeps the number of boxes within the record buffers.
+    pub fn for_each_candidate<F: FnMut(u32, u32)>(
+        &mut self,
+        mode: Candidates,
+        f: F,
+    ) -> Result<(), Error> {
+        self.refresh()?;
+        self.tree.sweep(self.slots.as_ref(), mode, f);
+        Ok(())
+    }
+
+    fn present(&self, id: u32) -> Result<B, Error> {
+        let slot = self
+            .slots
+            .as_ref()
+            .get(id as usize)
+            .ok_or(Error::IdOutOfRange { id })?;
+        slot.get().ok_or(Error::UnknownId { id })
+    }
+}
+
+impl<B: BoundingBox, K: LocCode, S: Storage<KdSlot<B>>, R: Storage<KdRecord<K>>> BroadPhase<B>
+    for KdBroadPhase<B, K, S, R>
+{
+    fn capacity(&self) -> usize {
+        self.slots.as_ref().len().min(MAX_ELEMENTS)
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn insert(&mut self, id: u32, aabb: B) -> Result<(), Error> {
+        if id as usize >= self.capacity() {
+            return Err(Error::IdOutOfRange { id });
+        }
+        aabb.check()?;
+        if self.slots.as_ref()[id as usize].get().is_some() {
+            return Err(Error::DuplicateId { id });
+        }
+        let room = self.tree.record_capacity();
+        if self.len >= room {
+            return Err(Error::CapacityExceeded { capacity: room });
+        }
+        self.slots.as_mut()[id as usize] = KdSlot(aabb);
+        self.len += 1;
+        self.dirty = true;
+        Ok(())
+    }
+
+    fn update(&mut self, id: u32, aabb: B) -> Result<(), Error> {
+        self.present(id)?;
+        aabb.check()?;
+        self.slots.as_mut()[id as usize] = KdSlot(aabb);
+        self.dirty = true;
+        Ok(())
+    }
+
+    fn remove(&mut self, id: u32) -> Result<B, Error> {
+        let b = self.present(id)?;
+        self.slots.as_mut()[id as usize] = KdSlot::EMPTY;
+        self.len -= 1;
+        self.dirty = true;
+        Ok(b)
+    }
+
+    fn get(&self, id: u32) -> Option<B> {
+        self.present(id).ok()
+    }
+
+    fn clear(&mut self) {
+        self.slots.as_mut().fill(KdSlot::EMPTY);
+        self.len = 0;
+        self.tree.clear();
+        self.dirty = false;
+    }
+
+    fn for_each_pair<F: FnMut(u32, u32)>(&mut self, f: F) -> Result<(), Error> {
+        self.for_each_candidate(Candidates::Exact, f)
+    }
+
+    fn query<F: FnMut(u32)>(&mut self, aabb: &B, f: F) -> Result<(), Error> {
+        aabb.check()?;
+        self.refresh()?;
+        self.tree.query_in(self.slots.as_ref(), aabb, f);
+        Ok(())
+    }
+}
+
+impl<B: BoundingBox, K: LocCode, S: Storage<KdSlot<B>>, R: Storage<KdRecord<K>>> Validate
+    for KdBroadPhase<B, K, S, R>
+{
+    fn validate(&self) -> Result<(), Corruption> {
+        const W: &str = "KdBroadPhase";
+        let slots = self.slots.as_ref();
+        let mut present = 0;
+        for s in slots {
+            if let Some(b) = s.get() {
+                present += 1;
+                ensure(b.check().is_ok(), W, "stored box valid")?;
+            } else {
+                let nan = B::NAN;
+                ensure(
+                    (0..B::Point::DIM)
+                        .all(|a| s.0.min().coord(a).is_nan() == nan.min().coord(a).is_nan()),
+                    W,
+                    "empty slot is all NaN",
+                )?;
+            }
+        }
+        ensure(present == self.len, W, "stored boxes == len")?;
+        ensure(
+            self.len <= self.tree.record_capacity(),
+            W,
+            "boxes fit the records",
+        )?;
+        self.tree.validate()?;
+        if !self.dirty {
+            ensure(
+                self.tree.len() == self.len || self.tree.stats().elements == 0 && self.len == 0,
+                W,
+                "tree holds every box",
+            )?;
+            self.tree.validate_with(slots)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,259 @@
+//! Locational codes: Morton interleaving of quantised corners, the node key
+//! with its end marker, and the prefix (pre-order) rank the records are
+//! sorted by.
+//!
+//! # The key of a node
+//!
+//! A node of the kd-tree is its path from the root: `ℓ` bits, one per cut,
+//! `0` for the lower half and `1` for the upper (Poirrier §5.2). With a tree
+//! of depth `D` the key stores the path left-aligned in bits `D ..= D-ℓ+1`,
+//! then a single `1` (the end marker) at bit `D-ℓ`, then zeros:
+//!
+//! ```text
+//!   D                     0
+//!   [ path (ℓ bits) | 1 | 0 … 0 ]     D + 1 bits in all
+//! ```
+//!
+//! The length is `D - trailing_zeros(key)`, so a key is self-describing and
+//! one `u32` / `u64` / `u128` holds a tree of depth 31 / 63 / 127. The keys of
+//! the nodes below a node `k` with `s = trailing_zeros(k)` are exactly the
+//! integers of `k - 2^s + 1 ..= k + 2^s - 1`: the subtree test is one
+//! subtraction and one comparison.
+//!
+//! # Prefix order
+//!
+//! Records are sorted so that a node comes before every node below it and
+//! a lower half before an upper half (§5.4). Integer order of the keys is not
+//! that order (it puts a node between its two halves), so sorting uses the
+//! node's pre-order rank in the complete tree of depth `D`:
+//!
+//! `rank = path·2^(D-ℓ+1) + (number of 0 bits in the path)`
+//!
+//! (going to a lower half adds 1, to an upper half adds the size of the lower
+//! half's subtree plus 1). It fits in the same `D + 1` bits and costs a
+//! trailing-zero count and a population count.
+
+use crate::geom::{spread2, spread3};
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for u32 {}
+    impl Sealed for u64 {}
+    impl Sealed for u128 {}
+}
+
+/// An unsigned integer type holding locational codes: `u32`, `u64` or `u128`
+/// (sealed).
+///
+/// A code type of `W` bits holds trees of depth up to `W - 1` bits: 10 bits
+/// per axis in 3D and 15 in 2D for `u32`, 21 and 31 for `u64`, 42 and 63 for
+/// `u128`.
+pub trait LocCode:
+    Copy
+    + Ord
+    + Eq
+    + Default
+    + core::fmt::Debug
+    + core::hash::Hash
+    + Send
+    + Sync
+    + 'static
+    + sealed::Sealed
+{
+    /// Width in bits.
+    const BITS: u32;
+    /// Zero.
+    const ZERO: Self;
+    /// Quantisation is computed in `f64` (`true`) or `f32`. `u32` codes use
+    /// `f32`, which a Cortex-M4 computes in hardware; the wider codes need
+    /// `f64` to resolve more than 24 bits per axis.
+    const WIDE_FLOAT: bool;
+    /// Most bits per axis a code of this type holds in `dim` dimensions.
+    fn max_bits_per_axis(dim: usize) -> u32 {
+        (Self::BITS - 1) / dim as u32
+    }
+    /// Morton code of a quantised corner: the bits of `q[a]` (each below
+    /// `2^bits`) interleaved with axis 0 most significant, so the first cut
+    /// of the tree is across axis 0, then axis 1, …
+    fn interleave(q: [u64; 3], dim: usize, bits: u32) -> Self;
+    /// The key of the node of depth `len` whose path is the top `len` bits of
+    /// the `depth`-bit Morton code `code` (see the module documentation).
+    /// `len <= depth < BITS`.
+    fn node_key(code: Self, depth: u32, len: u32) -> Self;
+    /// Depth of a node key's node in a tree of depth `depth`.
+    fn key_len(key: Self, depth: u32) -> u32;
+    /// Pre-order rank of a node key in the complete tree of depth `depth`.
+    fn rank(key: Self, depth: u32) -> Self;
+    /// `true` if `other` is `key`'s node or below it.
+    fn contains(key: Self, other: Self) -> bool;
+    /// The 8-bit digit of `self` at bit `shift`.
+    fn digit(self, shift: u32) -> usize;
+    /// The largest value (never a valid key).
+    const MAX: Self;
+    /// Trailing zero bits (`BITS` for zero).
+    fn tz(self) -> u32;
+    /// The path bit of depth `t` (0 = first cut) of a key in a tree of depth
+    /// `depth`.
+    fn path_bit(key: Self, depth: u32, t: u32) -> bool;
+}
+
+macro_rules! loc_code {
+    ($t:ty, $wide:expr, $interleave:expr) => {
+        impl LocCode for $t {
+            const BITS: u32 = <$t>::BITS;
+            const ZERO: Self = 0;
+            const MAX: Self = <$t>::MAX;
+            const WIDE_FLOAT: bool = $wide;
+
+            #[inline(always)]
+            fn interleave(q: [u64; 3], dim: usize, bits: u32) -> Self {
+                let f: fn([u64; 3], usize, u32) -> $t = $interleave;
+                f(q, dim, bits)
+            }
+
+            #[inline(always)]
+            fn node_key(code: Self, depth: u32, len: u32) -> Self {
+                // Path bits in D..=D-len+1 are the code's top `len` bits of
+                // `depth`, shifted up by one; the marker sits at D-len.
+                let s = depth - len;
+                let marker: $t = 1 << s;
+                ((code << 1) & !(marker.wrapping_shl(1).wrapping_sub(1))) | marker
+            }
+
+            #[inline(always)]
+            fn key_len(key: Self, depth: u32) -> u32 {
+                depth - key.trailing_zeros()
+            }
+
+            #[inline(always)]
+            fn rank(key: Self, depth: u32) -> Self {
+                let len = depth - key.trailing_zeros();
+                let path = key & key.wrapping_sub(1);
+                // zeros in the path = len - popcount(path)
+                path + (len - path.count_ones()) as $t
+            }
+
+            #[inline(always)]
+            fn contains(key: Self, other: Self) -> bool {
+                let half: $t = 1 << key.trailing_zeros();
+                let lo = key - half + 1;
+                other.wrapping_sub(lo) <= half.wrapping_add(half).wrapping_sub(2)
+            }
+
+            #[inline(always)]
+            fn digit(self, shift: u32) -> usize {
+                (self.wrapping_shr(shift) & 0xff) as usize
+            }
+
+            #[inline(always)]
+            fn tz(self) -> u32 {
+                self.trailing_zeros()
+            }
+
+            #[inline(always)]
+            fn path_bit(key: Self, depth: u32, t: u32) -> bool {
+                (key >> (depth - t)) & 1 == 1
+            }
+        }
+    };
+}
+
+#[inline(always)]
+fn morton_u64(q: [u64; 3], dim: usize) -> u64 {
+    // spread3 keeps the low 21 bits, spread2 the low 32.
+    if dim == 3 {
+        (spread3(q[0] as u32) << 2) | (spread3(q[1] as u32) << 1) | spread3(q[2] as u32)
+    } else {
+        (spread2(q[0] as u32) << 1) | spread2(q[1] as u32)
+    }
+}
+
+loc_code!(u32, false, |q, dim, _bits| morton_u64(q, dim) as u32);
+loc_code!(u64, true, |q, dim, _bits| morton_u64(q, dim));
+loc_code!(u128, true, |q, dim, bits| {
+    // Two halves of each axis: the low `h` bits and the rest.
+    let h = if dim == 3 { 21 } else { 32 };
+    let lo = morton_u64(q, dim) as u128;
+    if bits <= h {
+        return lo;
+    }
+    let hi = morton_u64([q[0] >> h, q[1] >> h, q[2] >> h], dim) as u128;
+    lo | (hi << (h as usize * dim))
+});
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Reference pre-order rank by walking the path.
+    fn rank_ref(path: u64, len: u32, depth: u32) -> u64 {
+        let mut r = 0u64;
+        for t in 0..len {
+            let bit = (path >> (len - 1 - t)) & 1;
+            // subtree of a child at depth t+1 has 2^(depth-t) - 1 nodes
+            r += if bit == 0 { 1 } else { 1u64 << (depth - t) };
+        }
+        r
+    }
+
+    #[test]
+    fn keys_decode_and_rank_in_prefix_order() {
+        let depth = 9;
+        let mut all = [(0u64, 0u64, 0u32, 0u64); 1023];
+        let mut n = 0;
+        for len in 0..=depth {
+            for path in 0..(1u64 << len) {
+                let code = path << (depth - len);
+                let key = <u64 as LocCode>::node_key(code, depth, len);
+                assert_eq!(<u64 as LocCode>::key_len(key, depth), len);
+                let r = <u64 as LocCode>::rank(key, depth);
+                assert_eq!(r, rank_ref(path, len, depth), "path {path:b} len {len}");
+                all[n] = (r, path, len, key);
+                n += 1;
+            }
+        }
+        assert_eq!(n, all.len());
+        all.sort_unstable();
+        // Ranks are a permutation of 0..nodes.
+        for (i, a) in all.iter().enumerate() {
+            assert_eq!(a.0, i as u64);
+        }
+        // Containment agrees with "is a prefix of".
+        for a in all.iter().step_by(7) {
+            for b in all.iter() {
+                let prefix = b.2 >= a.2 && (b.1 >> (b.2 - a.2)) == a.1;
+                assert_eq!(<u64 as LocCode>::contains(a.3, b.3), prefix);
+            }
+        }
+    }
+
+    #[test]
+    fn full_width_keys() {
+        // Depth 63 in u64 and 127 in u128: the root's subtree is everything.
+        let root = <u64 as LocCode>::node_key(0, 63, 0);
+        assert_eq!(root, 1 << 63);
+        assert!(<u64 as LocCode>::contains(
+            root,
+            <u64 as LocCode>::node_key(u64::MAX >> 1, 63, 63)
+        ));
+        assert_eq!(<u64 as LocCode>::rank(root, 63), 0);
+        let leaf = <u64 as LocCode>::node_key(u64::MAX >> 1, 63, 63);
+        assert_eq!(<u64 as LocCode>::rank(leaf, 63), u64::MAX - 1);
+        let root = <u128 as LocCode>::node_key(0, 126, 0);
+        let leaf = <u128 as LocCode>::node_key((1u128 << 126) - 1, 126, 126);
+        assert!(<u128 as LocCode>::contains(root, leaf));
+        assert_eq!(<u128 as LocCode>::rank(leaf, 126), (1u128 << 127) - 2);
+    }
+
+    #[test]
+    fn interleave_puts_axis_zero_first() {
+        assert_eq!(<u32 as LocCode>::interleave([1, 0, 0], 3, 1), 0b100);
+        assert_eq!(<u32 as LocCode>::interleave([0, 0, 1], 3, 1), 0b001);
+        assert_eq!(<u64 as LocCode>::interleave([1, 0, 0], 2, 1), 0b10);
+        let q = [(1u64 << 42) - 1, 0, (1 << 41) | 1];
+        let c = <u128 as LocCode>::interleave(q, 3, 42);
+        assert_eq!(c >> 123, 0b101, "top triple: x=1 y=0 z=1");
+        assert_eq!(c & 0b111, 0b101);
+        assert_eq!(c.count_ones(), 44);
+    }
+}

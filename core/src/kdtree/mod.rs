@@ -1,0 +1,1008 @@
+//! Linear kd-tree broad phase (Poirrier 2009): no tree in memory, only an
+//! array of (locational code, element) records sorted in prefix order and
+//! swept once.
+//!
+//! # How it works
+//!
+//! 1. **Frame** (§5.2, §7.3): a root cell, given or taken from the scene's
+//!    bounds, and `b` bits per axis, given or chosen from the mean box size.
+//!    Each coordinate is quantised to `b` bits; the cuts of the tree are the
+//!    bits of the quantised coordinates, axis 0 first, interleaved (Morton).
+//! 2. **Codes** (§5.3): a box's node is the longest common prefix of its two
+//!    corners' codes; its key also records the prefix length (see
+//!    [`LocCode`]).
+//! 3. **Splitting** (§4): a box is cut at most once per axis, along the first
+//!    cutting plane each piece crosses, where that lowers the total volume of
+//!    the enclosing cells ([`Split`]). Up to 8 records per box.
+//! 4. **Sort** (§5.4): records in prefix order: a node before the nodes below
+//!    it. LSD radix sort over a scratch buffer, or `sort_unstable`
+//!    ([`SortAlgo`]); with [`KdConfig::with_temporal_reuse`], the previous
+//!    order is kept and repaired by a bounded insertion sort when boxes move
+//!    little (§7.1).
+//! 5. **Sweep** (§5.5): each record is paired with the records that follow
+//!    it while their nodes lie inside its node. [`Candidates`] selects raw
+//!    candidates with duplicates (the paper's kd-tree-1), unique candidates
+//!    (kd-tree-2), or exact overlapping pairs.
+//!
+//! # Duplicates without memory
+//!
+//! A pair of split boxes can meet in several pairs of pieces. The unique and
+//! exact modes report a pair only from the two pieces that contain the lowest
+//! quantised corner of the two boxes' intersection; the pieces of a box
+//! partition its quantised range, so exactly one piece of each box contains
+//! that point, and the sweep meets that pair of pieces because both their
+//! nodes contain it. No list of pairs is kept.
+//!
+//! # Out-of-root boxes
+//!
+//! Coordinates are clamped to the root cell after quantisation. Clamping is
+//! monotone, so boxes that overlap still get nested nodes and no pair is
+//! lost; boxes far outside the root pile up in the boundary cells and cost
+//! speed, never correctness. [`KdStats::clamped`] counts them.
+//!
+//! # Memory
+//!
+//! Two record buffers of `R` records (records and sort scratch), each record
+//! `size_of::<KdRecord<K>>()`: 8 bytes with `u32` codes, 16 with `u64`, 32
+//! with `u128`; plus a 200-byte struct. With splitting, a box takes 1 to 8
+//! records (see [`KdStats::records`]); a build that would need more records
+//! than the buffers hold splits fewer boxes instead of failing, so `R` equal
+//! to the number of boxes always works.
+
+mod broad;
+mod code;
+mod plan;
+mod sort;
+
+pub use broad::{KdBroadPhase, KdSlot};
+pub use code::LocCode;
+
+use core::marker::PhantomData;
+
+use crate::error::{Corruption, Error, Validate, ensure};
+use crate::geom::{BoundingBox, Point};
+use crate::storage::Storage;
+use plan::{Frame, MAX_PIECES, Piece, QBox};
+
+/// Most boxes one tree holds: ids are stored in 26 bits of a record.
+pub const MAX_ELEMENTS: usize = 1 << 26;
+
+/// One record: a node key and the piece of a box it holds.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct KdRecord<K> {
+    /// The node key (see [`LocCode`]).
+    pub key: K,
+    /// `id << 6 | (pieces - 1) << 3 | piece`.
+    pub item: u32,
+}
+
+impl<K: LocCode> KdRecord<K> {
+    /// An unused record.
+    pub const EMPTY: Self = Self {
+        key: K::ZERO,
+        item: 0,
+    };
+
+    #[inline(always)]
+    fn new(key: K, id: u32, pieces: usize, piece: u8) -> Self {
+        Self {
+            key,
+            item: (id << 6) | (((pieces - 1) as u32) << 3) | piece as u32,
+        }
+    }
+
+    /// The box's id.
+    #[inline(always)]
+    pub fn id(&self) -> u32 {
+        self.item >> 6
+    }
+
+    /// How many records the box has.
+    #[inline(always)]
+    pub fn pieces(&self) -> usize {
+        ((self.item >> 3) & 7) as usize + 1
+    }
+
+    /// Which piece of the box this is: bit `a` is set for the upper side of
+    /// the cut across axis `a` (0 if the box is not split).
+    #[inline(always)]
+    pub fn piece(&self) -> u8 {
+        (self.item & 7) as u8
+    }
+}
+
+/// Box splitting policy (§4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Split {
+    /// One record per box.
+    None,
+    /// Cut each box at most once per axis where the cuts lower the total
+    /// volume of the enclosing cells by more than a factor
+    /// `2^min_gain_log2`. `min_gain_log2 = 0` is the paper's rule: any
+    /// reduction (Fig. 7 splits are skipped).
+    Volume {
+        /// Required gain, as a power of two (0..=32).
+        min_gain_log2: u8,
+    },
+}
+
+/// How records are sorted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum SortAlgo {
+    /// LSD radix sort, 8-bit digits of the rank, over the scratch buffer.
+    Radix,
+    /// `slice::sort_unstable_by_key` (no scratch used).
+    Comparison,
+}
+
+/// Which pairs the sweep reports ([`LinearKdTree::for_each_candidate`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Candidates {
+    /// Every pair of records whose nodes are nested, with duplicates when
+    /// boxes are split (the paper's kd-tree-1). Pieces of one box are never
+    /// paired with each other.
+    Raw,
+    /// Each pair of boxes whose quantised ranges overlap, once: a superset of
+    /// the overlapping pairs found with integer tests only (the role of the
+    /// paper's kd-tree-2 and its bounding-sphere filter).
+    Unique,
+    /// Each pair of overlapping boxes ([`BoundingBox::overlaps`]), once.
+    Exact,
+}
+
+/// Configuration of a [`LinearKdTree`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct KdConfig<B> {
+    split: Split,
+    octree: bool,
+    bits: u8,
+    root: Option<B>,
+    sort: SortAlgo,
+    reuse: bool,
+}
+
+impl<B: BoundingBox> KdConfig<B> {
+    /// Volume splitting with the paper's rule, kd-tree cells, root and bits
+    /// from the scene, radix sort, no temporal reuse.
+    pub const DEFAULT: Self = Self {
+        split: Split::Volume { min_gain_log2: 0 },
+        octree: false,
+        bits: 0,
+        root: None,
+        sort: SortAlgo::Radix,
+        reuse: false,
+    };
+
+    /// The splitting policy.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] if `min_gain_log2 > 32`.
+    pub const fn with_split(mut self, split: Split) -> Result<Self, Error> {
+        if let Split::Volume { min_gain_log2 } = split
+            && min_gain_log2 > 32
+        {
+            return Err(Error::InvalidConfig);
+        }
+        self.split = split;
+        Ok(self)
+    }
+
+    /// Octree cells: every node depth truncated to a multiple of the
+    /// dimension (§5.3), so each cell is cut across all axes at once.
+    pub const fn with_octree(mut self, octree: bool) -> Self {
+        self.octree = octree;
+        self
+    }
+
+    /// Bits per axis (1 up to [`LocCode::max_bits_per_axis`] of the code
+    /// type, checked at build), or 0 to choose from the scene: the root's
+    /// longest edge over the mean box edge, rounded up, plus one.
+    pub const fn with_bits_per_axis(mut self, bits: u8) -> Self {
+        self.bits = bits;
+        self
+    }
+
+    /// A fixed root cell (each edge positive and finite), or `None` for the
+    /// bounding box of the boxes at each build, made cubic.
+    ///
+    /// # Errors
+    /// [`Error::NonFinite`] or [`Error::InvalidConfig`] for a root that is not
+    /// finite or has an edge that is not positive.
+    pub fn with_root(mut self, root: Option<B>) -> Result<Self, Error> {
+        if let Some(r) = root {
+            r.check()?;
+            for a in 0..B::Point::DIM {
+                let e = r.max().coord(a) as f64 - r.min().coord(a) as f64;
+                if e <= 0.0 || !e.is_finite() {
+                    return Err(Error::InvalidConfig);
+                }
+            }
+        }
+        self.root = root;
+        Ok(self)
+    }
+
+    /// The sort.
+    pub const fn with_sort(mut self, sort: SortAlgo) -> Self {
+        self.sort = sort;
+        self
+    }
+
+    /// Temporal reuse (§7.1): keep the previous sorted records, recompute
+    /// their keys in place and repair the order by insertion sort, falling
+    /// back to a full build when a box's split changed shape, the frame
+    /// changed, or the repair would exceed `2·records + 1024` moves. With an
+    /// automatic root, the previous frame is kept while every box stays
+    /// inside it and fills at least half of it.
+    pub const fn with_temporal_reuse(mut self, reuse: bool) -> Self {
+        self.reuse = reuse;
+        self
+    }
+
+    /// The splitting policy in use.
+    pub const fn split(&self) -> Split {
+        self.split
+    }
+
+    fn min_gain(&self) -> Option<u32> {
+        match self.split {
+            Split::None => None,
+            Split::Volume { min_gain_log2 } => Some(min_gain_log2 as u32),
+        }
+    }
+}
+
+/// What the last build did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct KdStats {
+    /// Boxes in the tree.
+    pub elements: usize,
+    /// Records (pieces) in the tree.
+    pub records: usize,
+    /// Boxes split into more than one piece.
+    pub split_elements: usize,
+    /// Boxes the policy would have split but the record buffers had no room
+    /// for.
+    pub unsplit_for_room: usize,
+    /// Boxes reaching outside the root cell (clamped).
+    pub clamped: usize,
+    /// Bits per axis.
+    pub bits_per_axis: u32,
+    /// Tree depth in bits.
+    pub depth: u32,
+    /// Radix passes run (digits shared by all records are skipped).
+    pub sort_passes: u32,
+    /// The build repaired the previous order instead of sorting afresh.
+    pub reused: bool,
+    /// Insertion-sort moves of a reused build.
+    pub moves: usize,
+}
+
+/// A source of boxes by id: a slice (every id present) or a broad phase's
+/// slots (some empty).
+pub(crate) trait BoxSource<B> {
+    /// Ids are below this.
+    fn id_bound(&self) -> usize;
+    /// The box of `id`, if present.
+    fn get(&self, id: usize) -> Option<B>;
+}
+
+impl<B: BoundingBox> BoxSource<B> for [B] {
+    #[inline(always)]
+    fn id_bound(&self) -> usize {
+        self.len()
+    }
+    #[inline(always)]
+    fn get(&self, id: usize) -> Option<B> {
+        <[B]>::get(self, id).copied()
+    }
+}
+
+/// A linear kd-tree over caller-provided record buffers, built from a slice
+/// of boxes (box `i` has id `i`) each step.
+///
+/// For a broad phase with insert / update / remove by id, see
+/// [`KdBroadPhase`].
+///
+/// # Example
+///
+/// ```
+/// use spatium::{Aabb3, Vec3};
+/// use spatium::kdtree::{Candidates, KdConfig, KdRecord, LinearKdTree};
+///
+/// let boxes = [
+///     Aabb3::new(Vec3::new(0.0, 0.0, 0.0), Vec3::new(1.0, 1.0, 1.0)).unwrap(),
+///     Aabb3::new(Vec3::new(0.5, 0.5, 0.5), Vec3::new(2.0, 2.0, 2.0)).unwrap(),
+///     Aabb3::new(Vec3::new(5.0, 5.0, 5.0), Vec3::new(6.0, 6.0, 6.0)).unwrap(),
+/// ];
+/// let mut tree = LinearKdTree::<Aabb3, u64, _>::new(
+///     [KdRecord::EMPTY; 24],
+///     [KdRecord::EMPTY; 24],
+///     KdConfig::DEFAULT,
+/// );
+/// tree.build(&boxes).unwrap();
+/// let mut pairs = 0;
+/// tree.for_each_candidate(&boxes, Candidates::Exact, |a, b| {
+///     assert_eq!((a.min(b), a.max(b)), (0, 1));
+///     pairs += 1;
+/// }).unwrap();
+/// assert_eq!(pairs, 1);
+/// ```
+#[derive(Clone, Debug)]
+pub struct LinearKdTree<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> {
+    records: R,
+    scratch: R,
+    /// Records in use.
+    nrec: usize,
+    elements: usize,
+    /// Exclusive bound of the ids of the last build.
+    id_bound: usize,
+    frame: Option<Frame>,
+    config: KdConfig<B>,
+    stats: KdStats,
+    _k: PhantomData<K>,
+}
+
+impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> {
+    /// An empty tree over two record buffers (records and sort scratch). The
+    /// smaller length is the record capacity; it must be at least the number
+    /// of boxes of a build.
+    pub const fn new(records: R, scratch: R, config: KdConfig<B>) -> Self {
+        Self {
+            records,
+            scratch,
+            nrec: 0,
+            elements: 0,
+            id_bound: 0,
+            frame: None,
+            config,
+            stats: KdStats {
+                elements: 0,
+                records: 0,
+                split_elements: 0,
+                unsplit_for_room: 0,
+                clamped: 0,
+                bits_per_axis: 0,
+                depth: 0,
+                sort_passes: 0,
+                reused: false,
+                moves: 0,
+            },
+            _k: PhantomData,
+        }
+    }
+
+    /// Records the buffers hold.
+    pub fn record_capacity(&self) -> usize {
+        self.records
+            .as_ref()
+            .len()
+            .min(self.scratch.as_ref().len())
+            .min(u32::MAX as usize)
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &KdConfig<B> {
+        &self.config
+    }
+
+    /// Replaces the configuration; the next build starts afresh.
+    pub fn set_config(&mut self, config: KdConfig<B>) {
+        self.config = config;
+        self.invalidate();
+    }
+
+    /// What the last build did.
+    pub fn stats(&self) -> KdStats {
+        self.stats
+    }
+
+    /// Boxes in the last build.
+    pub fn len(&self) -> usize {
+        self.elements
+    }
+
+    /// `true` if the last build had no box.
+    pub fn is_empty(&self) -> bool {
+        self.elements == 0
+    }
+
+    /// The sorted records of the last build.
+    pub fn records(&self) -> &[KdRecord<K>] {
+        &self.records.as_ref()[..self.nrec]
+    }
+
+    /// The root cell and bits per axis of the last build.
+    pub fn frame(&self) -> Option<(B, u32)> {
+        let f = self.frame?;
+        let lo = B::Point::from_fn(|a| f.origin[a] as f32);
+        let hi = B::Point::from_fn(|a| (f.origin[a] + f.extent[a]) as f32);
+        Some((B::try_new(lo, hi).ok()?, f.bits))
+    }
+
+    /// The real-space cell of a node key of the last build, and its depth.
+    pub fn cell(&self, key: K) -> Option<(B, u32)> {
+        let f = self.frame?;
+        if key == K::ZERO || key.tz() > f.depth {
+            return None;
+        }
+        let len = K::key_len(key, f.depth);
+        let dim = f.dim as usize;
+        let mut lo = [0f64; 3];
+        let mut size = f.extent;
+        for t in 0..len {
+            let a = t as usize % dim;
+            size[a] *= 0.5;
+            if K::path_bit(key, f.depth, t) {
+                lo[a] += size[a];
+            }
+        }
+        let min = B::Point::from_fn(|a| (f.origin[a] + lo[a]) as f32);
+        let max = B::Point::from_fn(|a| (f.origin[a] + lo[a] + size[a]) as f32);
+        Some((B::try_new(min, max).ok()?, len))
+    }
+
+    /// Forgets the last build.
+    pub fn clear(&mut self) {
+        self.invalidate();
+        self.elements = 0;
+        self.id_bound = 0;
+        self.stats = KdStats::default();
+    }
+
+    fn invalidate(&mut self) {
+        self.nrec = 0;
+        self.frame = None;
+    }
+
+    /// Builds the tree over `boxes` (box `i` has id `i`).
+    ///
+    /// # Errors
+    /// [`Error::NonFinite`] or [`Error::InvertedBox`] for a bad box,
+    /// [`Error::CapacityExceeded`] for more boxes than the record buffers or
+    /// [`MAX_ELEMENTS`], [`Error::InvalidConfig`] for a bit count the code
+    /// type cannot hold. On error the previous build is kept unchanged.
+    pub fn build(&mut self, boxes: &[B]) -> Result<(), Error> {
+        self.build_from(boxes)
+    }
+
+    pub(crate) fn build_from<S: BoxSource<B> + ?Sized>(&mut self, src: &S) -> Result<(), Error> {
+        let dim = B::Point::DIM;
+        let cap = self.record_capacity();
+        // Pass 1: validate, count, bounds, mean size. Nothing changes yet.
+        let mut n = 0usize;
+        let mut lo = [f64::INFINITY; 3];
+        let mut hi = [f64::NEG_INFINITY; 3];
+        let mut edge_sum = 0f64;
+        for id in 0..src.id_bound() {
+            if let Some(b) = src.get(id) {
+                b.check()?;
+                n += 1;
+                let (bl, bh) = (b.min(), b.max());
+                for a in 0..dim {
+                    lo[a] = lo[a].min(bl.coord(a) as f64);
+                    hi[a] = hi[a].max(bh.coord(a) as f64);
+                }
+                edge_sum += b.longest_edge() as f64;
+            }
+        }
+        if n > cap || n > MAX_ELEMENTS || src.id_bound() > MAX_ELEMENTS {
+            return Err(Error::CapacityExceeded {
+                capacity: cap.min(MAX_ELEMENTS),
+            });
+        }
+        let frame = self.choose_frame(n, lo, hi, edge_sum)?;
+
+        let reuse = self.config.reuse
+            && self.frame == Some(frame)
+            && self.elements == n
+            && self.id_bound == src.id_bound()
+            && n > 0;
+        if reuse && self.rekey(src, &frame) {
+            return Ok(());
+        }
+        self.fresh(src, frame, n);
+        Ok(())
+    }
+
+    fn choose_frame(
+        &self,
+        n: usize,
+        lo: [f64; 3],
+        hi: [f64; 3],
+        edge_sum: f64,
+    ) -> Result<Frame, Error> {
+        let dim = B::Point::DIM;
+        let max_bits = K::max_bits_per_axis(dim);
+        let bits_cfg = self.config.bits as u32;
+        if bits_cfg > max_bits {
+            return Err(Error::InvalidConfig);
+        }
+        let (origin, extent) = match self.config.root {
+            Some(r) => {
+                let mut o = [0.0; 3];
+                let mut e = [1.0; 3];
+                for a in 0..dim {
+                    o[a] = r.min().coord(a) as f64;
+                    e[a] = r.max().coord(a) as f64 - o[a];
+                }
+                (o, e)
+            }
+            None => {
+                if n == 0 {
+                    ([0.0; 3], [1.0; 3])
+                } else {
+                    let mut side = 0f64;
+                    for a in 0..dim {
+                        side = side.max(hi[a] - lo[a]);
+                    }
+                    // A point set still needs a cell of positive size; the
+                    // tiny margin keeps the upper corner inside.
+                    let side = if side > 0.0 { side * (1.0 + 1e-6) } else { 1.0 };
+                    let mut o = [0.0; 3];
+                    o[..dim].copy_from_slice(&lo[..dim]);
+                    (o, [side; 3])
+                }
+            }
+        };
+        let bits = if bits_cfg != 0 {
+            bits_cfg
+        } else {
+            let mean = if n > 0 { edge_sum / n as f64 } else { 0.0 };
+            let mut side = 0f64;
+            for e in extent.iter().take(dim) {
+                side = side.max(*e);
+            }
+            if mean > 0.0 {
+                let ratio = side / mean;
+                // ceil(log2(ratio)) + 1, in integer steps.
+                let mut b = 1;
+                while b < max_bits && ((1u64 << (b - 1)) as f64) < ratio {
+                    b += 1;
+                }
+                b
+            } else {
+                max_bits
+            }
+        };
+        let mut frame = Frame::new::<B>(origin, extent, bits, self.config.octree);
+        // Temporal reuse keeps an automatic frame while every box stays
+        // inside it and the scene still spans at least half of it.
+        if self.config.reuse
+            && self.config.root.is_none()
+            && self.config.bits == 0
+            && let Some(prev) = self.frame
+        {
+            let inside = (0..dim)
+                .all(|a| lo[a] >= prev.origin[a] && hi[a] < prev.origin[a] + prev.extent[a]);
+            if inside && n == self.elements && extent[0] * 2.0 >= prev.extent[0] {
+                frame = prev;
+            }
+        }
+        Ok(frame)
+    }
+
+    /// A full build: pieces of every box, then a sort.
+    fn fresh<S: BoxSource<B> + ?Sized>(&mut self, src: &S, frame: Frame, n: usize) {
+        let cap = self.record_capacity();
+        let gain = self.config.min_gain();
+        let mut stats = KdStats {
+            elements: n,
+            bits_per_axis: frame.bits,
+            depth: frame.depth,
+            ..KdStats::default()
+        };
+        let recs = &mut self.records.as_mut()[..cap];
+        let mut written = 0usize;
+        let mut seen = 0usize;
+        for id in 0..src.id_bound() {
+            let Some(b) = src.get(id) else { continue };
+            seen += 1;
+            if !frame.inside(&b) {
+                stats.clamped += 1;
+            }
+            let q = frame.qbox::<K, B>(&b);
+            // Room left for this box after keeping one record for each box
+            // still to come.
+            let room = cap - written - (n - seen);
+            let id = id as u32;
+            if let Some(g) = gain {
+                let pieces = frame.split(&q, g);
+                if pieces.count <= room {
+                    for p in &pieces.items[..pieces.count] {
+                        recs[written] = KdRecord::new(frame.key::<K>(p), id, pieces.count, p.index);
+                        written += 1;
+                    }
+                    if pieces.count > 1 {
+                        stats.split_elements += 1;
+                    }
+                    continue;
+                }
+                stats.unsplit_for_room += 1;
+            }
+            recs[written] = KdRecord::new(frame.key::<K>(&frame.whole(&q)), id, 1, 0);
+            written += 1;
+        }
+        stats.records = written;
+        match self.config.sort {
+            SortAlgo::Radix => {
+                let (in_scratch, passes) = sort::radix(
+                    &mut self.records.as_mut()[..written],
+                    &mut self.scratch.as_mut()[..written],
+                    frame.depth,
+                );
+                if in_scratch {
+                    core::mem::swap(&mut self.records, &mut self.scratch);
+                }
+                stats.sort_passes = passes;
+            }
+            SortAlgo::Comparison => {
+                sort::comparison(&mut self.records.as_mut()[..written], frame.depth);
+            }
+        }
+        self.nrec = written;
+        self.elements = n;
+        self.id_bound = src.id_bound();
+        self.frame = Some(frame);
+        self.stats = stats;
+    }
+
+    /// Temporal reuse: new keys in place, then a bounded insertion sort.
+    /// Returns `false` (records then unspecified, a fresh build follows) when
+    /// some box's split changed shape or the repair is too long.
+    fn rekey<S: BoxSource<B> + ?Sized>(&mut self, src: &S, frame: &Frame) -> bool {
+        let gain = self.config.min_gain();
+        let len = self.nrec;
+        let recs = &mut self.records.as_mut()[..len];
+        let mut clamped = 0;
+        let mut split_elements = 0;
+        for r in recs.iter_mut() {
+            let Some(b) = src.get(r.id() as usize) else {
+                return false;
+            };
+            let q = frame.qbox::<K, B>(&b);
+            let count = r.pieces();
+            if r.piece() == 0 && !frame.inside(&b) {
+                clamped += 1;
+            }
+            let key = match gain {
+                None => frame.key::<K>(&frame.whole(&q)),
+                Some(g) => {
+                    let pieces = frame.split(&q, g);
+                    if pieces.count != count {
+                        return false;
+                    }
+                    match pieces.items[..count].iter().find(|p| p.index == r.piece()) {
+                        Some(p) => frame.key::<K>(p),
+                        None => return false,
+                    }
+                }
+            };
+            if count > 1 && r.piece() == 0 {
+                split_elements += 1;
+            }
+            r.key = key;
+        }
+        let Some(moves) = sort::insertion(recs, frame.depth, 2 * len + 1024) else {
+            return false;
+        };
+        self.stats = KdStats {
+            elements: self.elements,
+            records: len,
+            split_elements,
+            unsplit_for_room: self.stats.unsplit_for_room,
+            clamped,
+            bits_per_axis: frame.bits,
+            depth: frame.depth,
+            sort_passes: 0,
+            reused: true,
+            moves,
+        };
+        true
+    }
+
+    /// Calls `f(a, b)` for the pairs selected by `mode` (see [`Candidates`]).
+    /// `boxes` must be the slice of the last build.
+    ///
+    /// # Errors
+    /// [`Error::LengthMismatch`] if `boxes` is not as long as the slice of the
+    /// last build.
+    pub fn for_each_candidate<F: FnMut(u32, u32)>(
+        &self,
+        boxes: &[B],
+        mode: Candidates,
+        f: F,
+    ) -> Result<(), Error> {
+        if boxes.len() != self.id_bound || boxes.len() != self.elements {
+            return Err(Error::LengthMismatch {
+                expected: self.elements,
+                got: boxes.len(),
+            });
+        }
+        self.sweep(boxes, mode, f);
+        Ok(())
+    }
+
+    /// Number of raw candidates (kd-tree-1 pairs, duplicates included)
+    /// without touching the boxes.
+    pub fn count_raw(&self) -> u64 {
+        let recs = self.records();
+        let mut total = 0u64;
+        for (i, r) in recs.iter().enumerate() {
+            let id = r.id();
+            for s in &recs[i + 1..] {
+                if !K::contains(r.key, s.key) {
+                    break;
+                }
+                total += (s.id() != id) as u64;
+            }
+        }
+        total
+    }
+
+    pub(crate) fn sweep<S: BoxSource<B> + ?Sized, F: FnMut(u32, u32)>(
+        &self,
+        src: &S,
+        mode: Candidates,
+        mut f: F,
+    ) {
+        let Some(frame) = self.frame else { return };
+        let recs = self.records();
+        let gain = self.config.min_gain().unwrap_or(0);
+        for (i, r) in recs.iter().enumerate() {
+            let a = r.id();
+            let rest = &recs[i + 1..];
+            match mode {
+                Candidates::Raw => {
+                    for s in rest {
+                        if !K::contains(r.key, s.key) {
+                            break;
+                        }
+                        if s.id() != a {
+                            f(a, s.id());
+                        }
+                    }
+                }
+                Candidates::Unique | Candidates::Exact => {
+                    if rest.first().is_none_or(|s| !K::contains(r.key, s.key)) {
+                        continue;
+                    }
+                    let Some(ba) = src.get(a as usize) else {
+                        continue;
+                    };
+                    let qa = frame.qbox::<K, B>(&ba);
+                    for s in rest {
+                        if !K::contains(r.key, s.key) {
+                            break;
+                        }
+                        let b = s.id();
+                        if b == a {
+                            continue;
+                        }
+                        let Some(bb) = src.get(b as usize) else {
+                            continue;
+                        };
+                        if mode == Candidates::Exact && !ba.overlaps(&bb) {
+                            continue;
+                        }
+                        let single = r.pieces() == 1 && s.pieces() == 1;
+                        if single && mode == Candidates::Exact {
+                            f(a, b);
+                            continue;
+                        }
+                        let qb = frame.qbox::<K, B>(&bb);
+                        if !qa.overlaps(&qb, B::Point::DIM) {
+                            continue;
+                        }
+                        if single || self.canonical(&frame, gain, &qa, r, &qb, s) {
+                            f(a, b);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// `true` if records `r` (of box `qa`) and `s` (of `qb`) are the pieces
+    /// that hold the lowest quantised point of the boxes' intersection.
+    #[inline]
+    fn canonical(
+        &self,
+        frame: &Frame,
+        gain: u32,
+        qa: &QBox,
+        r: &KdRecord<K>,
+        qb: &QBox,
+        s: &KdRecord<K>,
+    ) -> bool {
+        let x = qa.meet_corner(qb);
+        let holds = |q: &QBox, rec: &KdRecord<K>| {
+            rec.pieces() == 1 || frame.piece_of(q, gain, &x) == rec.piece()
+        };
+        holds(qa, r) && holds(qb, s)
+    }
+
+    /// Calls `f(id)` once for every box of the last build overlapping
+    /// `aabb`. `boxes` must be the slice of the last build.
+    ///
+    /// # Errors
+    /// [`Error::NonFinite`] or [`Error::InvertedBox`] for a bad query box,
+    /// [`Error::LengthMismatch`] as in
+    /// [`for_each_candidate`](Self::for_each_candidate).
+    pub fn query<F: FnMut(u32)>(&self, boxes: &[B], aabb: &B, f: F) -> Result<(), Error> {
+        if boxes.len() != self.id_bound || boxes.len() != self.elements {
+            return Err(Error::LengthMismatch {
+                expected: self.elements,
+                got: boxes.len(),
+            });
+        }
+        aabb.check()?;
+        self.query_in(boxes, aabb, f);
+        Ok(())
+    }
+
+    pub(crate) fn query_in<S: BoxSource<B> + ?Sized, F: FnMut(u32)>(
+        &self,
+        src: &S,
+        aabb: &B,
+        mut f: F,
+    ) {
+        let Some(frame) = self.frame else { return };
+        let recs = self.records();
+        let gain = self.config.min_gain().unwrap_or(0);
+        let qq = frame.qbox::<K, B>(aabb);
+        let whole = frame.whole(&qq);
+        let key = frame.key::<K>(&whole);
+        let depth = frame.depth;
+        let mut visit = |r: &KdRecord<K>| {
+            let id = r.id();
+            let Some(b) = src.get(id as usize) else {
+                return;
+            };
+            if !b.overlaps(aabb) {
+                return;
+            }
+            if r.pieces() > 1 {
+                let qb = frame.qbox::<K, B>(&b);
+                let x = qb.meet_corner(&qq);
+                if frame.piece_of(&qb, gain, &x) != r.piece() {
+                    return;
+                }
+            }
+            f(id);
+        };
+        // The query's node and everything below it: one run of records.
+        let start = recs.partition_point(|r| K::rank(r.key, depth) < K::rank(key, depth));
+        for r in &recs[start..] {
+            if !K::contains(key, r.key) {
+                break;
+            }
+            visit(r);
+        }
+        // Every node above it: one run per ancestor.
+        let code = K::interleave(qq.lo, frame.dim as usize, frame.bits);
+        let step = if frame.octree { frame.dim } else { 1 };
+        let mut len = 0;
+        while len < whole.len {
+            let k = K::node_key(code, depth, len);
+            let rk = K::rank(k, depth);
+            let s = recs.partition_point(|r| K::rank(r.key, depth) < rk);
+            for r in &recs[s..] {
+                if r.key != k {
+                    break;
+                }
+                visit(r);
+            }
+            len += step;
+        }
+    }
+
+    /// Checks the records against the boxes they were built from.
+    pub(crate) fn validate_with<S: BoxSource<B> + ?Sized>(
+        &self,
+        src: &S,
+    ) -> Result<(), Corruption> {
+        const S: &str = "LinearKdTree";
+        let recs = self.records();
+        let Some(frame) = self.frame else {
+            return ensure(self.nrec == 0, S, "records without a frame");
+        };
+        ensure(
+            self.nrec <= self.record_capacity(),
+            S,
+            "records within capacity",
+        )?;
+        ensure(
+            sort::is_sorted(recs, frame.depth),
+            S,
+            "records in prefix order",
+        )?;
+        let gain = self.config.min_gain();
+        // Each box's records count 840/pieces (840 = lcm(1..=8)): the sum is
+        // 840 per box exactly when every box has all its pieces.
+        let mut weight = 0u64;
+        for r in recs {
+            let Some(b) = src.get(r.id() as usize) else {
+                return Err(Corruption {
+                    structure: S,
+                    invariant: "record of a stored box",
+                });
+            };
+            let q = frame.qbox::<K, B>(&b);
+            let count = r.pieces();
+            weight += 840 / count as u64;
+            let expect: Option<Piece> = if count == 1 {
+                ensure(r.piece() == 0, S, "unsplit box has piece 0")?;
+                Some(frame.whole(&q))
+            } else {
+                let pieces = frame.split(&q, gain.unwrap_or(0));
+                ensure(
+                    gain.is_some() && pieces.count == count && count <= MAX_PIECES,
+                    S,
+                    "piece count matches the split",
+                )?;
+                pieces.items[..count]
+                    .iter()
+                    .find(|p| p.index == r.piece())
+                    .copied()
+            };
+            let Some(p) = expect else {
+                return Err(Corruption {
+                    structure: S,
+                    invariant: "piece exists in the split",
+                });
+            };
+            ensure(frame.key::<K>(&p) == r.key, S, "key matches the box")?;
+        }
+        ensure(
+            weight == 840 * self.elements as u64,
+            S,
+            "every box has all its pieces",
+        )
+    }
+
+    /// Checks the records against `boxes`, the slice of the last build.
+    ///
+    /// # Errors
+    /// The first broken invariant.
+    pub fn validate_against(&self, boxes: &[B]) -> Result<(), Corruption> {
+        ensure(
+            boxes.len() == self.id_bound || self.frame.is_none(),
+            "LinearKdTree",
+            "boxes are the slice of the last build",
+        )?;
+        self.validate_with(boxes)
+    }
+}
+
+impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> Validate for LinearKdTree<B, K, R> {
+    /// Structural checks that need no boxes: sorted records within capacity.
+    /// [`LinearKdTree::validate_against`] also checks every key.
+    fn validate(&self) -> Result<(), Corruption> {
+        const S: &str = "LinearKdTree";
+        ensure(
+            self.nrec <= self.record_capacity(),
+            S,
+            "records within capacity",
+        )?;
+        match self.frame {
+            None => ensure(self.nrec == 0, S, "records without a frame"),
+            Some(f) => {
+                ensure(sort::is_sorted(self.records(), f.depth), S, "prefix order")?;
+                ensure(
+                    self.records()
+                        .iter()
+                        .all(|r| r.key != K::ZERO && r.key.tz() <= f.depth && r.piece() < 8),
+                    S,
+                    "keys within the tree depth",
+                )
+            }
+        }
+    }
+}
