@@ -104,7 +104,7 @@ impl<B: BoundingBox, K: LocCode, S: Storage<KdSlot<B>>, R: Storage<KdRecord<K>>>
 
     fn refresh(&mut self) -> Result<(), Error> {
         if self.dirty {
-            self.tree.build_from(self.slots.as_ref())?;
+            self.tree.build_from(self.slots.as_ref(), |_| {})?;
             self.dirty = false;
         }
         Ok(())

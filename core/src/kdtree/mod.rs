@@ -257,6 +257,20 @@ impl<B: BoundingBox> KdConfig<B> {
     }
 }
 
+/// The phases of a build, as reported to
+/// [`LinearKdTree::build_observed`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum BuildPhase {
+    /// Boxes checked, bounds and frame chosen.
+    Validated,
+    /// Boxes split and keyed (records written, or rekeyed in place).
+    Coded,
+    /// Records in prefix order: the build is complete. A reused build that
+    /// falls back to a fresh one reports `Coded` twice.
+    Sorted,
+}
+
 /// What the last build did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -469,10 +483,27 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
     /// [`MAX_ELEMENTS`], [`Error::InvalidConfig`] for a bit count the code
     /// type cannot hold. On error the previous build is kept unchanged.
     pub fn build(&mut self, boxes: &[B]) -> Result<(), Error> {
-        self.build_from(boxes)
+        self.build_from(boxes, |_| {})
     }
 
-    pub(crate) fn build_from<S: BoxSource<B> + ?Sized>(&mut self, src: &S) -> Result<(), Error> {
+    /// [`build`](Self::build), calling `mark` as each phase ends, so that a
+    /// caller with a clock can time the phases (the core has none).
+    ///
+    /// # Errors
+    /// As [`build`](Self::build).
+    pub fn build_observed<F: FnMut(BuildPhase)>(
+        &mut self,
+        boxes: &[B],
+        mark: F,
+    ) -> Result<(), Error> {
+        self.build_from(boxes, mark)
+    }
+
+    pub(crate) fn build_from<S: BoxSource<B> + ?Sized, F: FnMut(BuildPhase)>(
+        &mut self,
+        src: &S,
+        mut mark: F,
+    ) -> Result<(), Error> {
         let dim = B::Point::DIM;
         let cap = self.record_capacity();
         // Pass 1: validate, count, bounds, mean size. Nothing changes yet.
@@ -498,16 +529,17 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
             });
         }
         let frame = self.choose_frame(n, lo, hi, edge_sum)?;
+        mark(BuildPhase::Validated);
 
         let reuse = self.config.reuse
             && self.frame == Some(frame)
             && self.elements == n
             && self.id_bound == src.id_bound()
             && n > 0;
-        if reuse && self.rekey(src, &frame) {
+        if reuse && self.rekey(src, &frame, &mut mark) {
             return Ok(());
         }
-        self.fresh(src, frame, n);
+        self.fresh(src, frame, n, &mut mark);
         Ok(())
     }
 
@@ -589,7 +621,13 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
     }
 
     /// A full build: pieces of every box, then a sort.
-    fn fresh<S: BoxSource<B> + ?Sized>(&mut self, src: &S, frame: Frame, n: usize) {
+    fn fresh<S: BoxSource<B> + ?Sized>(
+        &mut self,
+        src: &S,
+        frame: Frame,
+        n: usize,
+        mark: &mut impl FnMut(BuildPhase),
+    ) {
         let cap = self.record_capacity();
         let gain = self.config.min_gain();
         let mut stats = KdStats {
@@ -630,6 +668,7 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
             written += 1;
         }
         stats.records = written;
+        mark(BuildPhase::Coded);
         match self.config.sort {
             SortAlgo::Radix => {
                 let (in_scratch, passes) = sort::radix(
@@ -651,12 +690,18 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
         self.id_bound = src.id_bound();
         self.frame = Some(frame);
         self.stats = stats;
+        mark(BuildPhase::Sorted);
     }
 
     /// Temporal reuse: new keys in place, then a bounded insertion sort.
     /// Returns `false` (records then unspecified, a fresh build follows) when
     /// some box's split changed shape or the repair is too long.
-    fn rekey<S: BoxSource<B> + ?Sized>(&mut self, src: &S, frame: &Frame) -> bool {
+    fn rekey<S: BoxSource<B> + ?Sized>(
+        &mut self,
+        src: &S,
+        frame: &Frame,
+        mark: &mut impl FnMut(BuildPhase),
+    ) -> bool {
         let gain = self.config.min_gain();
         let len = self.nrec;
         let recs = &mut self.records.as_mut()[..len];
@@ -689,6 +734,7 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
             }
             r.key = key;
         }
+        mark(BuildPhase::Coded);
         let Some(moves) = sort::insertion(recs, frame.depth, 2 * len + 1024) else {
             return false;
         };
@@ -704,6 +750,7 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
             reused: true,
             moves,
         };
+        mark(BuildPhase::Sorted);
         true
     }
 
