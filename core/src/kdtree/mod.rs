@@ -62,7 +62,7 @@ use core::marker::PhantomData;
 use crate::error::{Corruption, Error, Validate, ensure};
 use crate::geom::{BoundingBox, Point};
 use crate::storage::Storage;
-use plan::{Frame, MAX_PIECES, Piece, QBox};
+use plan::{Frame, MAX_PIECES, Piece, Splitter};
 
 /// Most boxes one tree holds: ids are stored in 26 bits of a record.
 pub const MAX_ELEMENTS: usize = 1 << 26;
@@ -639,6 +639,7 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
         let recs = &mut self.records.as_mut()[..cap];
         let mut written = 0usize;
         let mut seen = 0usize;
+        let mut splitter = Splitter::new();
         for id in 0..src.id_bound() {
             let Some(b) = src.get(id) else { continue };
             seen += 1;
@@ -651,13 +652,14 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
             let room = cap - written - (n - seen);
             let id = id as u32;
             if let Some(g) = gain {
-                let pieces = frame.split(&q, g);
-                if pieces.count <= room {
-                    for p in &pieces.items[..pieces.count] {
-                        recs[written] = KdRecord::new(frame.key::<K>(p), id, pieces.count, p.index);
+                let pieces = splitter.split(&frame, &q, g);
+                let count = pieces.len();
+                if count <= room {
+                    for p in pieces {
+                        recs[written] = KdRecord::new(frame.key::<K>(p), id, count, p.index);
                         written += 1;
                     }
-                    if pieces.count > 1 {
+                    if count > 1 {
                         stats.split_elements += 1;
                     }
                     continue;
@@ -707,6 +709,7 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
         let recs = &mut self.records.as_mut()[..len];
         let mut clamped = 0;
         let mut split_elements = 0;
+        let mut splitter = Splitter::new();
         for r in recs.iter_mut() {
             let Some(b) = src.get(r.id() as usize) else {
                 return false;
@@ -719,11 +722,11 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
             let key = match gain {
                 None => frame.key::<K>(&frame.whole(&q)),
                 Some(g) => {
-                    let pieces = frame.split(&q, g);
-                    if pieces.count != count {
+                    let pieces = splitter.split(frame, &q, g);
+                    if pieces.len() != count {
                         return false;
                     }
-                    match pieces.items[..count].iter().find(|p| p.index == r.piece()) {
+                    match pieces.iter().find(|p| p.index == r.piece()) {
                         Some(p) => frame.key::<K>(p),
                         None => return false,
                     }
@@ -801,7 +804,6 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
     ) {
         let Some(frame) = self.frame else { return };
         let recs = self.records();
-        let gain = self.config.min_gain().unwrap_or(0);
         for (i, r) in recs.iter().enumerate() {
             let a = r.id();
             let rest = &recs[i + 1..];
@@ -847,32 +849,18 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
                         if !qa.overlaps(&qb, B::Point::DIM) {
                             continue;
                         }
-                        if single || self.canonical(&frame, gain, &qa, r, &qb, s) {
+                        // The pair belongs to the pieces holding the lowest
+                        // quantised point of the intersection. A box's
+                        // pieces have disjoint cells, so those are the ones
+                        // whose cells hold it; `s`'s cell lies in `r`'s, so
+                        // one test covers both.
+                        if single || K::contains(s.key, frame.point_key(&qa.meet_corner(&qb))) {
                             f(a, b);
                         }
                     }
                 }
             }
         }
-    }
-
-    /// `true` if records `r` (of box `qa`) and `s` (of `qb`) are the pieces
-    /// that hold the lowest quantised point of the boxes' intersection.
-    #[inline]
-    fn canonical(
-        &self,
-        frame: &Frame,
-        gain: u32,
-        qa: &QBox,
-        r: &KdRecord<K>,
-        qb: &QBox,
-        s: &KdRecord<K>,
-    ) -> bool {
-        let x = qa.meet_corner(qb);
-        let holds = |q: &QBox, rec: &KdRecord<K>| {
-            rec.pieces() == 1 || frame.piece_of(q, gain, &x) == rec.piece()
-        };
-        holds(qa, r) && holds(qb, s)
     }
 
     /// Calls `f(id)` once for every box of the last build overlapping
@@ -902,7 +890,6 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
     ) {
         let Some(frame) = self.frame else { return };
         let recs = self.records();
-        let gain = self.config.min_gain().unwrap_or(0);
         let qq = frame.qbox::<K, B>(aabb);
         let whole = frame.whole(&qq);
         let key = frame.key::<K>(&whole);
@@ -916,9 +903,10 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
                 return;
             }
             if r.pieces() > 1 {
-                let qb = frame.qbox::<K, B>(&b);
-                let x = qb.meet_corner(&qq);
-                if frame.piece_of(&qb, gain, &x) != r.piece() {
+                // Report the piece holding the lowest quantised point of the
+                // intersection (see `sweep`).
+                let x = frame.qbox::<K, B>(&b).meet_corner(&qq);
+                if !K::contains(r.key, frame.point_key(&x)) {
                     return;
                 }
             }
@@ -971,6 +959,7 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
             "records in prefix order",
         )?;
         let gain = self.config.min_gain();
+        let mut splitter = Splitter::new();
         // Each box's records count 840/pieces (840 = lcm(1..=8)): the sum is
         // 840 per box exactly when every box has all its pieces.
         let mut weight = 0u64;
@@ -988,16 +977,13 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
                 ensure(r.piece() == 0, S, "unsplit box has piece 0")?;
                 Some(frame.whole(&q))
             } else {
-                let pieces = frame.split(&q, gain.unwrap_or(0));
+                let pieces = splitter.split(&frame, &q, gain.unwrap_or(0));
                 ensure(
-                    gain.is_some() && pieces.count == count && count <= MAX_PIECES,
+                    gain.is_some() && pieces.len() == count && count <= MAX_PIECES,
                     S,
                     "piece count matches the split",
                 )?;
-                pieces.items[..count]
-                    .iter()
-                    .find(|p| p.index == r.piece())
-                    .copied()
+                pieces.iter().find(|p| p.index == r.piece()).copied()
             };
             let Some(p) = expect else {
                 return Err(Corruption {

@@ -68,6 +68,8 @@ struct Cut {
     axis: u8,
     /// The plane: first integer coordinate of the upper side.
     plane: u64,
+    /// Depth per axis (see `Frame::axis_depth`).
+    t: [u32; 3],
 }
 
 /// The most pieces one box splits into.
@@ -82,13 +84,6 @@ pub(crate) struct Piece {
     pub q: QBox,
     pub len: u32,
     pub index: u8,
-}
-
-/// The pieces of one box.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Pieces {
-    pub items: [Piece; MAX_PIECES],
-    pub count: usize,
 }
 
 impl Frame {
@@ -166,35 +161,56 @@ impl Frame {
         })
     }
 
+    /// Depth along one axis: the tree depth of the first cut across axis `a`
+    /// that separates `lo` from `hi`, or at least `depth` if none does.
+    /// Branch-free: `lo == hi` gives 64 leading zeros and a depth of
+    /// `bits·dim + a`.
+    #[inline(always)]
+    fn axis_depth(&self, lo: u64, hi: u64, a: usize) -> u32 {
+        (self.bits + (lo ^ hi).leading_zeros() - 64) * self.dim + a as u32
+    }
+
     /// Depth and first cut of the smallest node containing `q`: the longest
     /// common prefix of the Morton codes of its corners, computed per axis
     /// from the highest differing bit (§5.3).
     #[inline(always)]
     fn cut(&self, q: &QBox) -> Cut {
-        let dim = self.dim;
-        let mut best = Cut {
-            len: self.depth,
-            axis: 3,
-            plane: 0,
+        let mut t = [u32::MAX; 3];
+        for (a, ta) in t.iter_mut().enumerate().take(self.dim as usize) {
+            *ta = self.axis_depth(q.lo[a], q.hi[a], a);
+        }
+        self.cut_from(q, t)
+    }
+
+    #[inline(always)]
+    fn cut_from(&self, q: &QBox, t: [u32; 3]) -> Cut {
+        let mut a = 0;
+        if t[1] < t[a] {
+            a = 1;
+        }
+        if t[2] < t[a] {
+            a = 2;
+        }
+        if t[a] >= self.depth {
+            return Cut {
+                len: self.depth - if self.octree { self.depth % self.dim } else { 0 },
+                axis: 3,
+                plane: 0,
+                t,
+            };
+        }
+        let h = 63 - (q.lo[a] ^ q.hi[a]).leading_zeros();
+        let len = if self.octree {
+            t[a] - t[a] % self.dim
+        } else {
+            t[a]
         };
-        for a in 0..dim as usize {
-            let x = q.lo[a] ^ q.hi[a];
-            if x != 0 {
-                let h = 63 - x.leading_zeros();
-                let t = (self.bits - 1 - h) * dim + a as u32;
-                if t < best.len {
-                    best = Cut {
-                        len: t,
-                        axis: a as u8,
-                        plane: (q.hi[a] >> h) << h,
-                    };
-                }
-            }
+        Cut {
+            len,
+            axis: a as u8,
+            plane: (q.hi[a] >> h) << h,
+            t,
         }
-        if self.octree {
-            best.len -= best.len % dim;
-        }
-        best
     }
 
     /// The node key of a piece.
@@ -204,94 +220,10 @@ impl Frame {
         K::node_key(code, self.depth, p.len)
     }
 
-    /// Splits `q` at most once per axis, along the first cutting plane each
-    /// node crosses, keeping a cut only where it lowers the total volume of
-    /// the enclosing cells by more than a factor `2^min_gain_log2`
-    /// (`0`: any reduction, Fig. 7). The plan is optimal over the split
-    /// tree: a cut that does not pay by itself is kept if the cuts below it
-    /// make it pay. No recursion: the tree has at most 15 nodes, built breadth
-    /// first and decided bottom up.
-    pub fn split(&self, q: &QBox, min_gain_log2: u32) -> Pieces {
-        let mut nodes = [Node::default(); MAX_NODES];
-        let limit = if self.dim == 3 { MAX_NODES } else { 7 };
-        nodes[0] = Node {
-            q: *q,
-            cut: self.cut(q),
-            ..Node::default()
-        };
-        let root_len = nodes[0].cut.len;
-        let mut count = 1;
-        let mut n = 0;
-        while n < count {
-            let node = nodes[n];
-            let axis = node.cut.axis;
-            if axis < 3 && node.done & (1 << axis) == 0 && count + 2 <= limit {
-                let a = axis as usize;
-                let mut lower = node.q;
-                lower.hi[a] = node.cut.plane - 1;
-                let mut upper = node.q;
-                upper.lo[a] = node.cut.plane;
-                let done = node.done | (1 << axis);
-                nodes[count] = Node {
-                    q: lower,
-                    cut: self.cut(&lower),
-                    done,
-                    index: node.index,
-                    ..Node::default()
-                };
-                nodes[count + 1] = Node {
-                    q: upper,
-                    cut: self.cut(&upper),
-                    done,
-                    index: node.index | (1 << axis),
-                    ..Node::default()
-                };
-                nodes[n].child = count as u8;
-                count += 2;
-            }
-            n += 1;
-        }
-        // Bottom up: best achievable volume, relative to the root's node
-        // (2^60 = the root's cell; a level deeper halves it).
-        let vol = |len: u32| -> u64 { 1u64 << (60 - (len - root_len).min(60)) };
-        let mut best = [0u64; MAX_NODES];
-        for i in (0..count).rev() {
-            let own = vol(nodes[i].cut.len);
-            best[i] = own;
-            let c = nodes[i].child as usize;
-            if c != 0 {
-                let split = best[c] + best[c + 1];
-                if ((split as u128) << min_gain_log2) < own as u128 {
-                    best[i] = split;
-                    nodes[i].split = true;
-                }
-            }
-        }
-        // Top down: the leaves of the chosen cuts.
-        let mut out = Pieces {
-            items: [Piece::default(); MAX_PIECES],
-            count: 0,
-        };
-        let mut active = [false; MAX_NODES];
-        active[0] = true;
-        for i in 0..count {
-            if !active[i] {
-                continue;
-            }
-            if nodes[i].split {
-                let c = nodes[i].child as usize;
-                active[c] = true;
-                active[c + 1] = true;
-            } else {
-                out.items[out.count] = Piece {
-                    q: nodes[i].q,
-                    len: nodes[i].cut.len,
-                    index: nodes[i].index,
-                };
-                out.count += 1;
-            }
-        }
-        out
+    /// The key of the full-depth node of a quantised point.
+    #[inline(always)]
+    pub fn point_key<K: LocCode>(&self, x: &[u64; 3]) -> K {
+        K::node_key(K::interleave(*x, self.dim as usize, self.bits), self.depth, self.depth)
     }
 
     /// The unsplit box as a single piece.
@@ -303,19 +235,152 @@ impl Frame {
             index: 0,
         }
     }
+}
 
-    /// Index of the piece of `q`'s split (with `min_gain_log2`) that contains
-    /// the quantised point `x` (which must lie in `q`).
-    pub fn piece_of(&self, q: &QBox, min_gain_log2: u32, x: &[u64; 3]) -> u8 {
-        let pieces = self.split(q, min_gain_log2);
-        for p in &pieces.items[..pieces.count] {
-            if (0..self.dim as usize).all(|a| p.q.lo[a] <= x[a] && x[a] <= p.q.hi[a]) {
-                return p.index;
+/// Splits boxes (§4), reusing its node and piece arrays from box to box.
+///
+/// A box is cut at most once per axis, along the first cutting plane each
+/// node crosses, keeping a cut only where it lowers the total volume of the
+/// enclosing cells by more than a factor `2^min_gain_log2` (`0`: any
+/// reduction, so the Fig. 7 splits are skipped). The plan is optimal over the
+/// split tree: a cut that does not pay by itself is kept if the cuts below it
+/// make it pay. No recursion: the tree has at most 15 nodes, built breadth
+/// first and decided bottom up.
+///
+/// Each cut is the first cut inside its node's cell, so the two sides lie in
+/// the two halves of that cell and every piece's cell is disjoint from the
+/// cells of the box's other pieces (in octree mode too: a kept cut makes both
+/// sides strictly smaller cells, each inside one child octant). The
+/// duplicate-free sweep relies on that.
+#[derive(Clone, Debug)]
+pub(crate) struct Splitter {
+    nodes: [Node; MAX_NODES],
+    best: [u64; MAX_NODES],
+    /// The pieces of the last split.
+    pub pieces: [Piece; MAX_PIECES],
+    /// How many.
+    pub count: usize,
+}
+
+impl Splitter {
+    pub fn new() -> Self {
+        Self {
+            nodes: [Node::default(); MAX_NODES],
+            best: [0; MAX_NODES],
+            pieces: [Piece::default(); MAX_PIECES],
+            count: 0,
+        }
+    }
+
+    /// Splits `q`; the pieces are `self.pieces[..self.count]`.
+    #[inline]
+    pub fn split(&mut self, f: &Frame, q: &QBox, min_gain_log2: u32) -> &[Piece] {
+        let limit = if f.dim == 3 { MAX_NODES } else { 7 };
+        let root = f.cut(q);
+        self.nodes[0] = Node {
+            q: *q,
+            cut: root,
+            done: 0,
+            index: 0,
+            child: 0,
+            split: false,
+        };
+        if root.axis == 3 {
+            return self.single(&self.nodes[0].clone());
+        }
+        let mut count = 1;
+        let mut n = 0;
+        while n < count {
+            let node = self.nodes[n];
+            let axis = node.cut.axis;
+            self.nodes[n].child = 0;
+            self.nodes[n].split = false;
+            if axis < 3 && node.done & (1 << axis) == 0 && count + 2 <= limit {
+                let a = axis as usize;
+                let done = node.done | (1 << axis);
+                let mut lower = node.q;
+                lower.hi[a] = node.cut.plane - 1;
+                let mut t = node.cut.t;
+                t[a] = f.axis_depth(lower.lo[a], lower.hi[a], a);
+                self.nodes[count] = Node {
+                    q: lower,
+                    cut: f.cut_from(&lower, t),
+                    done,
+                    index: node.index,
+                    child: 0,
+                    split: false,
+                };
+                let mut upper = node.q;
+                upper.lo[a] = node.cut.plane;
+                t[a] = f.axis_depth(upper.lo[a], upper.hi[a], a);
+                self.nodes[count + 1] = Node {
+                    q: upper,
+                    cut: f.cut_from(&upper, t),
+                    done,
+                    index: node.index | (1 << axis),
+                    child: 0,
+                    split: false,
+                };
+                self.nodes[n].child = count as u8;
+                count += 2;
+            }
+            n += 1;
+        }
+        if count == 1 {
+            return self.single(&self.nodes[0].clone());
+        }
+        // Bottom up: best achievable volume, relative to the root's node
+        // (2^60 = the root's cell; each level deeper halves it).
+        let root_len = root.len;
+        for i in (0..count).rev() {
+            let node = &mut self.nodes[i];
+            let own = 1u64 << (60 - (node.cut.len - root_len).min(60));
+            let mut best = own;
+            let c = node.child as usize;
+            if c != 0 {
+                let split = self.best[c] + self.best[c + 1];
+                if ((split as u128) << min_gain_log2) < own as u128 {
+                    best = split;
+                    node.split = true;
+                }
+            }
+            self.best[i] = best;
+        }
+        // Top down: the leaves of the kept cuts (children follow parents, so
+        // one forward pass marks them).
+        let mut active = [false; MAX_NODES];
+        active[0] = true;
+        let mut out = 0;
+        for i in 0..count {
+            if !active[i] {
+                continue;
+            }
+            let node = &self.nodes[i];
+            if node.split {
+                let c = node.child as usize;
+                active[c] = true;
+                active[c + 1] = true;
+            } else {
+                self.pieces[out] = Piece {
+                    q: node.q,
+                    len: node.cut.len,
+                    index: node.index,
+                };
+                out += 1;
             }
         }
-        // Unreachable for x in q (the pieces partition q); a value no record
-        // carries keeps the callers' "is this the canonical piece" false.
-        u8::MAX
+        self.count = out;
+        &self.pieces[..out]
+    }
+
+    fn single(&mut self, node: &Node) -> &[Piece] {
+        self.pieces[0] = Piece {
+            q: node.q,
+            len: node.cut.len,
+            index: 0,
+        };
+        self.count = 1;
+        &self.pieces[..1]
     }
 }
 
