@@ -49,7 +49,8 @@ mod sealed {
 /// per axis in 3D and 15 in 2D for `u32`, 21 and 31 for `u64`, 42 and 63 for
 /// `u128`.
 pub trait LocCode:
-    Copy
+    core::ops::BitOr<Output = Self>
+    + Copy
     + Ord
     + Eq
     + Default
@@ -76,6 +77,9 @@ pub trait LocCode:
     /// `2^bits`) interleaved with axis 0 most significant, so the first cut
     /// of the tree is across axis 0, then axis 1, …
     fn interleave(q: [u64; 3], dim: usize, bits: u32) -> Self;
+    /// The Morton bits of one axis: `interleave` of `v` on axis `a` and zero
+    /// on the others.
+    fn spread_axis(v: u64, a: usize, dim: usize, bits: u32) -> Self;
     /// The key of the node of depth `len` whose path is the top `len` bits of
     /// the `depth`-bit Morton code `code` (see the module documentation).
     /// `len <= depth < BITS`.
@@ -86,8 +90,13 @@ pub trait LocCode:
     fn rank(key: Self, depth: u32) -> Self;
     /// `true` if `other` is `key`'s node or below it.
     fn contains(key: Self, other: Self) -> bool;
-    /// The 8-bit digit of `self` at bit `shift`.
-    fn digit(self, shift: u32) -> usize;
+    /// Width in bits of the radix sort key of a tree of depth `depth`.
+    fn sort_bits(depth: u32) -> u32;
+    /// `(sort_key >> shift) & mask`, where the sort key's integer order is the
+    /// prefix order: the path left-aligned, then the length (`u32` and `u64`
+    /// codes; no population count needed, which baseline x86-64 lacks), or
+    /// the rank (`u128`).
+    fn sort_digit(key: Self, depth: u32, shift: u32, mask: usize) -> usize;
     /// The largest value (never a valid key).
     const MAX: Self;
     /// Trailing zero bits (`BITS` for zero).
@@ -98,7 +107,7 @@ pub trait LocCode:
 }
 
 macro_rules! loc_code {
-    ($t:ty, $wide:expr, $interleave:expr) => {
+    ($t:ty, $wide:expr, $interleave:expr, $spread:expr, $sort_bits:expr, $sort_digit:expr) => {
         impl LocCode for $t {
             const BITS: u32 = <$t>::BITS;
             const ZERO: Self = 0;
@@ -109,6 +118,12 @@ macro_rules! loc_code {
             fn interleave(q: [u64; 3], dim: usize, bits: u32) -> Self {
                 let f: fn([u64; 3], usize, u32) -> $t = $interleave;
                 f(q, dim, bits)
+            }
+
+            #[inline(always)]
+            fn spread_axis(v: u64, a: usize, dim: usize, bits: u32) -> Self {
+                let f: fn(u64, usize, usize, u32) -> $t = $spread;
+                f(v, a, dim, bits)
             }
 
             #[inline(always)]
@@ -141,8 +156,15 @@ macro_rules! loc_code {
             }
 
             #[inline(always)]
-            fn digit(self, shift: u32) -> usize {
-                (self.wrapping_shr(shift) & 0xff) as usize
+            fn sort_bits(depth: u32) -> u32 {
+                let f: fn(u32) -> u32 = $sort_bits;
+                f(depth)
+            }
+
+            #[inline(always)]
+            fn sort_digit(key: Self, depth: u32, shift: u32, mask: usize) -> usize {
+                let f: fn($t, u32, u32, usize) -> usize = $sort_digit;
+                f(key, depth, shift, mask)
             }
 
             #[inline(always)]
@@ -168,18 +190,62 @@ fn morton_u64(q: [u64; 3], dim: usize) -> u64 {
     }
 }
 
-loc_code!(u32, false, |q, dim, _bits| morton_u64(q, dim) as u32);
-loc_code!(u64, true, |q, dim, _bits| morton_u64(q, dim));
-loc_code!(u128, true, |q, dim, bits| {
-    // Two halves of each axis: the low `h` bits and the rest.
-    let h = if dim == 3 { 21 } else { 32 };
-    let lo = morton_u64(q, dim) as u128;
-    if bits <= h {
-        return lo;
+/// Morton bits of one axis (the low 21 bits in 3D, 32 in 2D).
+#[inline(always)]
+fn spread_u64(v: u64, a: usize, dim: usize) -> u64 {
+    if dim == 3 {
+        spread3(v as u32) << (2 - a)
+    } else {
+        spread2(v as u32) << (1 - a)
     }
-    let hi = morton_u64([q[0] >> h, q[1] >> h, q[2] >> h], dim) as u128;
-    lo | (hi << (h as usize * dim))
-});
+}
+
+loc_code!(
+    u32,
+    false,
+    |q, dim, _bits| morton_u64(q, dim) as u32,
+    |v, a, dim, _bits| spread_u64(v, a, dim) as u32,
+    |depth| depth + 1 + 5,
+    |k, depth, shift, mask| {
+        let sk = (((k & k.wrapping_sub(1)) as u64) << 5) | (depth - k.trailing_zeros()) as u64;
+        (sk >> shift) as usize & mask
+    }
+);
+loc_code!(
+    u64,
+    true,
+    |q, dim, _bits| morton_u64(q, dim),
+    |v, a, dim, _bits| spread_u64(v, a, dim),
+    |depth| depth + 1 + 6,
+    |k, depth, shift, mask| {
+        let sk = (((k & k.wrapping_sub(1)) as u128) << 6) | (depth - k.trailing_zeros()) as u128;
+        (sk >> shift) as usize & mask
+    }
+);
+loc_code!(
+    u128,
+    true,
+    |q, dim, bits| {
+        // Two halves of each axis: the low `h` bits and the rest.
+        let h = if dim == 3 { 21 } else { 32 };
+        let lo = morton_u64(q, dim) as u128;
+        if bits <= h {
+            return lo;
+        }
+        let hi = morton_u64([q[0] >> h, q[1] >> h, q[2] >> h], dim) as u128;
+        lo | (hi << (h as usize * dim))
+    },
+    |v, a, dim, bits| {
+        let h = if dim == 3 { 21 } else { 32 };
+        let lo = spread_u64(v, a, dim) as u128;
+        if bits <= h {
+            return lo;
+        }
+        lo | ((spread_u64(v >> h, a, dim) as u128) << (h as usize * dim))
+    },
+    |depth| depth + 1,
+    |k, depth, shift, mask| (<u128 as LocCode>::rank(k, depth) >> shift) as usize & mask
+);
 
 #[cfg(test)]
 mod tests {
@@ -228,6 +294,39 @@ mod tests {
     }
 
     #[test]
+    fn sort_keys_follow_rank_order() {
+        let depth = 9;
+        let mut keys = [(0u64, 0u32); 1023];
+        let mut n = 0;
+        for len in 0..=depth {
+            for path in 0..(1u64 << len) {
+                let k = <u64 as LocCode>::node_key(path << (depth - len), depth, len);
+                keys[n] = (k, k as u32);
+                n += 1;
+            }
+        }
+        let whole = |k: u64, bits: u32| -> u128 {
+            (0..bits).step_by(8).fold(0u128, |acc, sh| {
+                acc | ((<u64 as LocCode>::sort_digit(k, depth, sh, 0xff) as u128) << sh)
+            })
+        };
+        let whole32 = |k: u32, bits: u32| -> u128 {
+            (0..bits).step_by(8).fold(0u128, |acc, sh| {
+                acc | ((<u32 as LocCode>::sort_digit(k, depth, sh, 0xff) as u128) << sh)
+            })
+        };
+        let (b64, b32) = (
+            <u64 as LocCode>::sort_bits(depth),
+            <u32 as LocCode>::sort_bits(depth),
+        );
+        keys.sort_unstable_by_key(|&(k, _)| <u64 as LocCode>::rank(k, depth));
+        for w in keys.windows(2) {
+            assert!(whole(w[0].0, b64) < whole(w[1].0, b64));
+            assert!(whole32(w[0].1, b32) < whole32(w[1].1, b32));
+        }
+    }
+
+    #[test]
     fn full_width_keys() {
         // Depth 63 in u64 and 127 in u128: the root's subtree is everything.
         let root = <u64 as LocCode>::node_key(0, 63, 0);
@@ -243,6 +342,35 @@ mod tests {
         let leaf = <u128 as LocCode>::node_key((1u128 << 126) - 1, 126, 126);
         assert!(<u128 as LocCode>::contains(root, leaf));
         assert_eq!(<u128 as LocCode>::rank(leaf, 126), (1u128 << 127) - 2);
+    }
+
+    #[test]
+    fn spread_axis_agrees_with_interleave() {
+        let q = [
+            0x2_1234_5678_9abc_u64 & ((1 << 42) - 1),
+            0x3ff_ffff_ffff,
+            0x155_5555_5555,
+        ];
+        for dim in [2, 3] {
+            let fit = |b: u32| q.map(|v| v & ((1u64 << b) - 1));
+            let b = <u32 as LocCode>::max_bits_per_axis(dim);
+            let (q32, q64) = (fit(b), fit(<u64 as LocCode>::max_bits_per_axis(dim)));
+            let b128 = <u128 as LocCode>::max_bits_per_axis(dim).min(42);
+            let q128 = fit(b128);
+            let or32 = (0..dim).fold(0, |c, a| {
+                c | <u32 as LocCode>::spread_axis(q32[a], a, dim, b)
+            });
+            assert_eq!(or32, <u32 as LocCode>::interleave(q32, dim, b));
+            let b64 = <u64 as LocCode>::max_bits_per_axis(dim);
+            let or64 = (0..dim).fold(0, |c, a| {
+                c | <u64 as LocCode>::spread_axis(q64[a], a, dim, b64)
+            });
+            assert_eq!(or64, <u64 as LocCode>::interleave(q64, dim, b64));
+            let or128 = (0..dim).fold(0, |c, a| {
+                c | <u128 as LocCode>::spread_axis(q128[a], a, dim, b128)
+            });
+            assert_eq!(or128, <u128 as LocCode>::interleave(q128, dim, b128));
+        }
     }
 
     #[test]

@@ -62,7 +62,7 @@ use core::marker::PhantomData;
 use crate::error::{Corruption, Error, Validate, ensure};
 use crate::geom::{BoundingBox, Point};
 use crate::storage::Storage;
-use plan::{Frame, MAX_PIECES, Piece, Splitter};
+use plan::{Frame, MAX_PIECES, Splitter};
 
 /// Most boxes one tree holds: ids are stored in 26 bits of a record.
 pub const MAX_ELEMENTS: usize = 1 << 26;
@@ -639,7 +639,7 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
         let recs = &mut self.records.as_mut()[..cap];
         let mut written = 0usize;
         let mut seen = 0usize;
-        let mut splitter = Splitter::new();
+        let mut splitter = Splitter::<K>::new();
         for id in 0..src.id_bound() {
             let Some(b) = src.get(id) else { continue };
             seen += 1;
@@ -656,7 +656,7 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
                 let count = pieces.len();
                 if count <= room {
                     for p in pieces {
-                        recs[written] = KdRecord::new(frame.key::<K>(p), id, count, p.index);
+                        recs[written] = KdRecord::new(p.key, id, count, p.index);
                         written += 1;
                     }
                     if count > 1 {
@@ -666,7 +666,7 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
                 }
                 stats.unsplit_for_room += 1;
             }
-            recs[written] = KdRecord::new(frame.key::<K>(&frame.whole(&q)), id, 1, 0);
+            recs[written] = KdRecord::new(frame.whole_key::<K>(&q).0, id, 1, 0);
             written += 1;
         }
         stats.records = written;
@@ -709,7 +709,7 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
         let recs = &mut self.records.as_mut()[..len];
         let mut clamped = 0;
         let mut split_elements = 0;
-        let mut splitter = Splitter::new();
+        let mut splitter = Splitter::<K>::new();
         for r in recs.iter_mut() {
             let Some(b) = src.get(r.id() as usize) else {
                 return false;
@@ -720,14 +720,14 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
                 clamped += 1;
             }
             let key = match gain {
-                None => frame.key::<K>(&frame.whole(&q)),
+                None => frame.whole_key::<K>(&q).0,
                 Some(g) => {
                     let pieces = splitter.split(frame, &q, g);
                     if pieces.len() != count {
                         return false;
                     }
                     match pieces.iter().find(|p| p.index == r.piece()) {
-                        Some(p) => frame.key::<K>(p),
+                        Some(p) => p.key,
                         None => return false,
                     }
                 }
@@ -891,8 +891,7 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
         let Some(frame) = self.frame else { return };
         let recs = self.records();
         let qq = frame.qbox::<K, B>(aabb);
-        let whole = frame.whole(&qq);
-        let key = frame.key::<K>(&whole);
+        let (key, whole_len) = frame.whole_key::<K>(&qq);
         let depth = frame.depth;
         let mut visit = |r: &KdRecord<K>| {
             let id = r.id();
@@ -924,7 +923,7 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
         let code = K::interleave(qq.lo, frame.dim as usize, frame.bits);
         let step = if frame.octree { frame.dim } else { 1 };
         let mut len = 0;
-        while len < whole.len {
+        while len < whole_len {
             let k = K::node_key(code, depth, len);
             let rk = K::rank(k, depth);
             let s = recs.partition_point(|r| K::rank(r.key, depth) < rk);
@@ -959,7 +958,7 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
             "records in prefix order",
         )?;
         let gain = self.config.min_gain();
-        let mut splitter = Splitter::new();
+        let mut splitter = Splitter::<K>::new();
         // Each box's records count 840/pieces (840 = lcm(1..=8)): the sum is
         // 840 per box exactly when every box has all its pieces.
         let mut weight = 0u64;
@@ -973,9 +972,9 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
             let q = frame.qbox::<K, B>(&b);
             let count = r.pieces();
             weight += 840 / count as u64;
-            let expect: Option<Piece> = if count == 1 {
+            let expect: Option<K> = if count == 1 {
                 ensure(r.piece() == 0, S, "unsplit box has piece 0")?;
-                Some(frame.whole(&q))
+                Some(frame.whole_key::<K>(&q).0)
             } else {
                 let pieces = splitter.split(&frame, &q, gain.unwrap_or(0));
                 ensure(
@@ -983,15 +982,15 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
                     S,
                     "piece count matches the split",
                 )?;
-                pieces.iter().find(|p| p.index == r.piece()).copied()
+                pieces.iter().find(|p| p.index == r.piece()).map(|p| p.key)
             };
-            let Some(p) = expect else {
+            let Some(key) = expect else {
                 return Err(Corruption {
                     structure: S,
                     invariant: "piece exists in the split",
                 });
             };
-            ensure(frame.key::<K>(&p) == r.key, S, "key matches the box")?;
+            ensure(key == r.key, S, "key matches the box")?;
         }
         ensure(
             weight == 840 * self.elements as u64,

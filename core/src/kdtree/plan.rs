@@ -58,31 +58,14 @@ impl QBox {
     }
 }
 
-/// How a node is cut next: its depth, and the first cut inside it.
-#[derive(Clone, Copy, Debug, Default)]
-struct Cut {
-    /// Node depth (truncated to a multiple of `dim` in octree mode).
-    len: u32,
-    /// Axis of the first cutting plane the node's range crosses (or 3 if
-    /// none: the node is at full depth).
-    axis: u8,
-    /// The plane: first integer coordinate of the upper side.
-    plane: u64,
-    /// Depth per axis (see `Frame::axis_depth`).
-    t: [u32; 3],
-}
-
 /// The most pieces one box splits into.
 pub(crate) const MAX_PIECES: usize = 8;
-/// Nodes of the full split tree (1 + 2 + 4 + 8).
-const MAX_NODES: usize = 15;
 
-/// One piece of a split box: its range, depth and index (bit `a` set if it is
-/// on the upper side of the cut across axis `a`).
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct Piece {
-    pub q: QBox,
-    pub len: u32,
+/// One piece of a split box: its node key and index (bit `a` set if it is on
+/// the upper side of the cut across axis `a`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Piece<K> {
+    pub key: K,
     pub index: u8,
 }
 
@@ -126,7 +109,9 @@ impl Frame {
             } else if t >= top as f64 {
                 top
             } else {
-                (t as u64).min(top)
+                // 0 < t < 2^63: the signed conversion is exact and one
+                // instruction.
+                t as i64 as u64
             }
         } else {
             let t = (x - self.origin32[axis]) * self.scale32[axis];
@@ -135,7 +120,7 @@ impl Frame {
             } else if t >= top as f32 {
                 top
             } else {
-                (t as u64).min(top)
+                t as i32 as u64
             }
         }
     }
@@ -170,230 +155,206 @@ impl Frame {
         (self.bits + (lo ^ hi).leading_zeros() - 64) * self.dim + a as u32
     }
 
-    /// Depth and first cut of the smallest node containing `q`: the longest
-    /// common prefix of the Morton codes of its corners, computed per axis
-    /// from the highest differing bit (§5.3).
+    /// A node depth as stored: truncated to a multiple of `dim` for octree
+    /// cells, capped at the tree depth.
     #[inline(always)]
-    fn cut(&self, q: &QBox) -> Cut {
-        let mut t = [u32::MAX; 3];
-        for (a, ta) in t.iter_mut().enumerate().take(self.dim as usize) {
-            *ta = self.axis_depth(q.lo[a], q.hi[a], a);
-        }
-        self.cut_from(q, t)
+    fn node_len(&self, t: u32) -> u32 {
+        let t = t.min(self.depth);
+        if self.octree { t - t % self.dim } else { t }
     }
 
+    /// The key and depth of the smallest node containing `q`: the longest
+    /// common prefix of its corners' Morton codes (§5.3), found per axis from
+    /// the highest differing bit.
     #[inline(always)]
-    fn cut_from(&self, q: &QBox, t: [u32; 3]) -> Cut {
-        let mut a = 0;
-        if t[1] < t[a] {
-            a = 1;
+    pub fn whole_key<K: LocCode>(&self, q: &QBox) -> (K, u32) {
+        let mut t = u32::MAX;
+        for a in 0..self.dim as usize {
+            t = t.min(self.axis_depth(q.lo[a], q.hi[a], a));
         }
-        if t[2] < t[a] {
-            a = 2;
-        }
-        if t[a] >= self.depth {
-            return Cut {
-                len: self.depth - if self.octree { self.depth % self.dim } else { 0 },
-                axis: 3,
-                plane: 0,
-                t,
-            };
-        }
-        let h = 63 - (q.lo[a] ^ q.hi[a]).leading_zeros();
-        let len = if self.octree {
-            t[a] - t[a] % self.dim
-        } else {
-            t[a]
-        };
-        Cut {
-            len,
-            axis: a as u8,
-            plane: (q.hi[a] >> h) << h,
-            t,
-        }
-    }
-
-    /// The node key of a piece.
-    #[inline(always)]
-    pub fn key<K: LocCode>(&self, p: &Piece) -> K {
-        let code = K::interleave(p.q.lo, self.dim as usize, self.bits);
-        K::node_key(code, self.depth, p.len)
+        let len = self.node_len(t);
+        let code = K::interleave(q.lo, self.dim as usize, self.bits);
+        (K::node_key(code, self.depth, len), len)
     }
 
     /// The key of the full-depth node of a quantised point.
     #[inline(always)]
     pub fn point_key<K: LocCode>(&self, x: &[u64; 3]) -> K {
-        K::node_key(K::interleave(*x, self.dim as usize, self.bits), self.depth, self.depth)
-    }
-
-    /// The unsplit box as a single piece.
-    #[inline(always)]
-    pub fn whole(&self, q: &QBox) -> Piece {
-        Piece {
-            q: *q,
-            len: self.cut(q).len,
-            index: 0,
-        }
+        K::node_key(
+            K::interleave(*x, self.dim as usize, self.bits),
+            self.depth,
+            self.depth,
+        )
     }
 }
 
-/// Splits boxes (§4), reusing its node and piece arrays from box to box.
+/// Splits boxes (§4), reusing its arrays from box to box.
 ///
 /// A box is cut at most once per axis, along the first cutting plane each
 /// node crosses, keeping a cut only where it lowers the total volume of the
 /// enclosing cells by more than a factor `2^min_gain_log2` (`0`: any
 /// reduction, so the Fig. 7 splits are skipped). The plan is optimal over the
 /// split tree: a cut that does not pay by itself is kept if the cuts below it
-/// make it pay. No recursion: the tree has at most 15 nodes, built breadth
-/// first and decided bottom up.
+/// make it pay. No recursion: the split tree has at most 15 nodes, decided
+/// bottom up and emitted top down over fixed arrays.
+///
+/// An axis is cut at most once on any path, and the first cut across axis
+/// `a` always falls on the box's own first plane across `a` (the node's range
+/// on `a` is still the box's). So each axis has three possible ranges (whole,
+/// lower side, upper side) with their depths computed once, every path cuts
+/// the axes in the same order, and a node is just its number of cuts and its
+/// sides: no box is copied.
 ///
 /// Each cut is the first cut inside its node's cell, so the two sides lie in
 /// the two halves of that cell and every piece's cell is disjoint from the
-/// cells of the box's other pieces (in octree mode too: a kept cut makes both
-/// sides strictly smaller cells, each inside one child octant). The
+/// cells of the box's other pieces (in octree mode too: a kept cut makes
+/// every piece below it a strictly smaller cell, each inside one side). The
 /// duplicate-free sweep relies on that.
 #[derive(Clone, Debug)]
-pub(crate) struct Splitter {
-    nodes: [Node; MAX_NODES],
-    best: [u64; MAX_NODES],
-    /// The pieces of the last split.
-    pub pieces: [Piece; MAX_PIECES],
-    /// How many.
-    pub count: usize,
+pub(crate) struct Splitter<K> {
+    pieces: [Piece<K>; MAX_PIECES],
 }
 
-impl Splitter {
+impl<K: LocCode> Splitter<K> {
     pub fn new() -> Self {
         Self {
-            nodes: [Node::default(); MAX_NODES],
-            best: [0; MAX_NODES],
             pieces: [Piece::default(); MAX_PIECES],
-            count: 0,
         }
     }
 
-    /// Splits `q`; the pieces are `self.pieces[..self.count]`.
+    /// The pieces of `q` (one if nothing pays).
     #[inline]
-    pub fn split(&mut self, f: &Frame, q: &QBox, min_gain_log2: u32) -> &[Piece] {
-        let limit = if f.dim == 3 { MAX_NODES } else { 7 };
-        let root = f.cut(q);
-        self.nodes[0] = Node {
-            q: *q,
-            cut: root,
-            done: 0,
-            index: 0,
-            child: 0,
-            split: false,
+    pub fn split(&mut self, f: &Frame, q: &QBox, min_gain_log2: u32) -> &[Piece<K>] {
+        let n = if f.dim == 3 {
+            self.split_dim::<3>(f, q, min_gain_log2)
+        } else {
+            self.split_dim::<2>(f, q, min_gain_log2)
         };
-        if root.axis == 3 {
-            return self.single(&self.nodes[0].clone());
-        }
-        let mut count = 1;
-        let mut n = 0;
-        while n < count {
-            let node = self.nodes[n];
-            let axis = node.cut.axis;
-            self.nodes[n].child = 0;
-            self.nodes[n].split = false;
-            if axis < 3 && node.done & (1 << axis) == 0 && count + 2 <= limit {
-                let a = axis as usize;
-                let done = node.done | (1 << axis);
-                let mut lower = node.q;
-                lower.hi[a] = node.cut.plane - 1;
-                let mut t = node.cut.t;
-                t[a] = f.axis_depth(lower.lo[a], lower.hi[a], a);
-                self.nodes[count] = Node {
-                    q: lower,
-                    cut: f.cut_from(&lower, t),
-                    done,
-                    index: node.index,
-                    child: 0,
-                    split: false,
-                };
-                let mut upper = node.q;
-                upper.lo[a] = node.cut.plane;
-                t[a] = f.axis_depth(upper.lo[a], upper.hi[a], a);
-                self.nodes[count + 1] = Node {
-                    q: upper,
-                    cut: f.cut_from(&upper, t),
-                    done,
-                    index: node.index | (1 << axis),
-                    child: 0,
-                    split: false,
-                };
-                self.nodes[n].child = count as u8;
-                count += 2;
+        &self.pieces[..n]
+    }
+
+    #[inline(always)]
+    fn split_dim<const DIM: usize>(&mut self, f: &Frame, q: &QBox, min_gain_log2: u32) -> usize {
+        // Per axis: depth of the whole range and of the lower and upper sides
+        // of its first plane, and the Morton bits of its lower end and plane.
+        let mut depth = [[u32::MAX; 3]; DIM];
+        let mut code_lo = [K::ZERO; DIM];
+        let mut code_plane = [K::ZERO; DIM];
+        for a in 0..DIM {
+            let (lo, hi) = (q.lo[a], q.hi[a]);
+            depth[a][0] = f.axis_depth(lo, hi, a);
+            code_lo[a] = K::spread_axis(lo, a, DIM, f.bits);
+            if lo != hi {
+                let h = 63 - (lo ^ hi).leading_zeros();
+                let plane = (hi >> h) << h;
+                depth[a][1] = f.axis_depth(lo, plane - 1, a);
+                depth[a][2] = f.axis_depth(plane, hi, a);
+                code_plane[a] = K::spread_axis(plane, a, DIM, f.bits);
             }
-            n += 1;
         }
-        if count == 1 {
-            return self.single(&self.nodes[0].clone());
+        // Cutting one axis leaves the other axes' depths as they were, so
+        // every path cuts the axes in one order: by their whole-range depth.
+        // A node that has cut the first k axes (sides s) has depth
+        // min(whole depth of axis k, side depths along its path), and it cuts
+        // axis k next exactly when that axis's whole depth is the smaller.
+        let mut order = [0usize; 3];
+        for (k, o) in order.iter_mut().enumerate().take(DIM) {
+            *o = k;
         }
-        // Bottom up: best achievable volume, relative to the root's node
-        // (2^60 = the root's cell; each level deeper halves it).
-        let root_len = root.len;
-        for i in (0..count).rev() {
-            let node = &mut self.nodes[i];
-            let own = 1u64 << (60 - (node.cut.len - root_len).min(60));
-            let mut best = own;
-            let c = node.child as usize;
-            if c != 0 {
-                let split = self.best[c] + self.best[c + 1];
-                if ((split as u128) << min_gain_log2) < own as u128 {
-                    best = split;
-                    node.split = true;
+        for i in 1..DIM {
+            let mut j = i;
+            while j > 0 && depth[order[j]][0] < depth[order[j - 1]][0] {
+                order.swap(j, j - 1);
+                j -= 1;
+            }
+        }
+        let whole = |k: usize| {
+            if k < DIM {
+                depth[order[k]][0]
+            } else {
+                u32::MAX
+            }
+        };
+        let root = whole(0);
+        let root_len = f.node_len(root);
+        let emit = |pieces: &mut [Piece<K>; MAX_PIECES], out: usize, index: u8, len: u32| {
+            let mut code = K::ZERO;
+            for a in 0..DIM {
+                code = code
+                    | if index & (1 << a) != 0 {
+                        code_plane[a]
+                    } else {
+                        code_lo[a]
+                    };
+            }
+            pieces[out] = Piece {
+                key: K::node_key(code, f.depth, len),
+                index,
+            };
+        };
+        if root >= f.depth || min_gain_log2 > 60 {
+            emit(&mut self.pieces, 0, 0, root_len);
+            return 1;
+        }
+        // Node (k, p): k axes cut, bit i of p the side of the i-th cut.
+        // side_min[k][p]: smallest side depth along the path.
+        // index[k][p]: the piece index (bit a: upper side across axis a).
+        let mut side_min = [[u32::MAX; MAX_PIECES]; 4];
+        let mut index = [[0u8; MAX_PIECES]; 4];
+        for k in 0..DIM {
+            let a = order[k];
+            for p in 0..(1usize << k) {
+                let m = side_min[k][p];
+                side_min[k + 1][p] = m.min(depth[a][1]);
+                side_min[k + 1][p | (1 << k)] = m.min(depth[a][2]);
+                index[k + 1][p] = index[k][p];
+                index[k + 1][p | (1 << k)] = index[k][p] | (1 << a);
+            }
+        }
+        let node_depth = |k: usize, p: usize| side_min[k][p].min(whole(k));
+        let cuts = |k: usize, p: usize| k < DIM && whole(k) < f.depth && whole(k) < side_min[k][p];
+        let vol = |t: u32| 1u64 << (60 - (f.node_len(t) - root_len).min(60));
+        // Bottom up: the best achievable volume of each node's subtree,
+        // relative to the root's node (2^60), and whether its cut is kept.
+        let mut best = [[0u64; MAX_PIECES]; 4];
+        let mut keep = [[false; MAX_PIECES]; 4];
+        for k in (0..=DIM).rev() {
+            for p in 0..(1usize << k) {
+                let own = vol(node_depth(k, p));
+                best[k][p] = own;
+                if cuts(k, p) {
+                    let split = best[k + 1][p] + best[k + 1][p | (1 << k)];
+                    // split · 2^gain < own, with own a power of two.
+                    if split < own >> min_gain_log2 {
+                        best[k][p] = split;
+                        keep[k][p] = true;
+                    }
                 }
             }
-            self.best[i] = best;
         }
-        // Top down: the leaves of the kept cuts (children follow parents, so
-        // one forward pass marks them).
-        let mut active = [false; MAX_NODES];
-        active[0] = true;
+        // Top down: the leaves under the kept cuts.
+        let mut active = [[false; MAX_PIECES]; 4];
+        active[0][0] = true;
         let mut out = 0;
-        for i in 0..count {
-            if !active[i] {
-                continue;
-            }
-            let node = &self.nodes[i];
-            if node.split {
-                let c = node.child as usize;
-                active[c] = true;
-                active[c + 1] = true;
-            } else {
-                self.pieces[out] = Piece {
-                    q: node.q,
-                    len: node.cut.len,
-                    index: node.index,
-                };
-                out += 1;
+        for k in 0..=DIM {
+            for p in 0..(1usize << k) {
+                if !active[k][p] {
+                    continue;
+                }
+                if keep[k][p] {
+                    active[k + 1][p] = true;
+                    active[k + 1][p | (1 << k)] = true;
+                } else {
+                    emit(
+                        &mut self.pieces,
+                        out,
+                        index[k][p],
+                        f.node_len(node_depth(k, p)),
+                    );
+                    out += 1;
+                }
             }
         }
-        self.count = out;
-        &self.pieces[..out]
+        out
     }
-
-    fn single(&mut self, node: &Node) -> &[Piece] {
-        self.pieces[0] = Piece {
-            q: node.q,
-            len: node.cut.len,
-            index: 0,
-        };
-        self.count = 1;
-        &self.pieces[..1]
-    }
-}
-
-#[derive(Clone, Copy, Debug, Default)]
-struct Node {
-    q: QBox,
-    cut: Cut,
-    /// Axes already cut on the path from the root.
-    done: u8,
-    /// Piece index so far.
-    index: u8,
-    /// Index of the lower child (the upper is next), 0 if none.
-    child: u8,
-    /// The plan keeps this node's cut.
-    split: bool,
 }

@@ -5,37 +5,51 @@
 use crate::kdtree::KdRecord;
 use crate::kdtree::code::LocCode;
 
-/// 8-bit digits: 256 counters (1 KiB) per histogram, two on the stack.
-const DIGIT_BITS: u32 = 8;
-
-/// Sorts `src` by rank with `dst` as scratch. Returns `true` if the sorted
-/// records ended in `dst` (an odd number of non-trivial passes), the caller
-/// then swaps the two buffers. Digits whose value is the same for every
-/// record are skipped. `src` and `dst` have the same length.
+/// Sorts `src` in prefix order with `dst` as scratch. Returns whether the
+/// sorted records ended in `dst` (the caller then swaps the two buffers) and
+/// the number of passes. Digits of 8 bits (two 1 KiB histograms on the
+/// stack) below 2^16 records, 11 bits (two 8 KiB histograms) above, where
+/// fewer passes over the records pay more than the histograms cost. Digits
+/// whose value is the same for every record are skipped. `src` and `dst`
+/// have the same length.
 pub(crate) fn radix<K: LocCode>(
     src: &mut [KdRecord<K>],
     dst: &mut [KdRecord<K>],
     depth: u32,
 ) -> (bool, u32) {
+    if src.len() < 1 << 16 {
+        radix_digits::<K, 8, 256>(src, dst, depth)
+    } else {
+        radix_digits::<K, 11, 2048>(src, dst, depth)
+    }
+}
+
+fn radix_digits<K: LocCode, const BITS: u32, const SIZE: usize>(
+    src: &mut [KdRecord<K>],
+    dst: &mut [KdRecord<K>],
+    depth: u32,
+) -> (bool, u32) {
     let n = src.len();
+    let total = K::sort_bits(depth);
+    let mask = SIZE - 1;
     let mut in_dst = false;
     let mut passes = 0;
-    let mut hist = [0u32; 256];
+    let mut hist = [0u32; SIZE];
     let mut have = false;
     let mut shift = 0;
-    while shift < depth + 1 {
+    while shift < total {
         let (from, to): (&mut [KdRecord<K>], &mut [KdRecord<K>]) = if in_dst {
             (&mut *dst, &mut *src)
         } else {
             (&mut *src, &mut *dst)
         };
         if !have {
-            hist = [0; 256];
+            hist = [0; SIZE];
             for r in from.iter() {
-                hist[K::rank(r.key, depth).digit(shift)] += 1;
+                hist[K::sort_digit(r.key, depth, shift, mask)] += 1;
             }
         }
-        let next_shift = shift + DIGIT_BITS;
+        let next_shift = shift + BITS;
         if hist.iter().any(|&c| c as usize == n) {
             have = false;
             shift = next_shift;
@@ -48,18 +62,17 @@ pub(crate) fn radix<K: LocCode>(
             *c = sum;
             sum += v;
         }
-        let mut next = [0u32; 256];
-        let count_next = next_shift < depth + 1;
+        let mut next = [0u32; SIZE];
+        let count_next = next_shift < total;
         for r in from.iter() {
-            let rank = K::rank(r.key, depth);
-            let d = rank.digit(shift);
+            let d = K::sort_digit(r.key, depth, shift, mask);
             let slot = hist[d] as usize;
             hist[d] += 1;
             if let Some(t) = to.get_mut(slot) {
                 *t = *r;
             }
             if count_next {
-                next[rank.digit(next_shift)] += 1;
+                next[K::sort_digit(r.key, depth, next_shift, mask)] += 1;
             }
         }
         hist = next;

@@ -1,0 +1,108 @@
+//! Quick per-phase probe of the linear kd-tree on uniformly placed spheres
+//! (the setting of Poirrier's Table 1) — a development aid; `kd_report` is
+//! the reference.
+//!
+//! ```text
+//! cargo run --release -p spatium-benches --bin kd_step -- N [density] [u32|u64] [gain|none] [bits]
+//! ```
+
+use std::time::Instant;
+
+use spatium::kdtree::{BuildPhase, Candidates, KdConfig, KdRecord, LinearKdTree, LocCode, Split};
+use spatium::{Aabb3, Vec3};
+use spatium_host_tests::rng::Rng;
+
+fn spheres(n: usize, d: f64, seed: u64) -> Vec<Aabb3> {
+    let side = (n as f64 * 4.0 / 3.0 * std::f64::consts::PI / d).cbrt() as f32;
+    let mut rng = Rng::new(seed);
+    (0..n)
+        .map(|_| {
+            let c = Vec3::new(
+                rng.range(0.0, side),
+                rng.range(0.0, side),
+                rng.range(0.0, side),
+            );
+            Aabb3::new(
+                Vec3::new(c.x - 1.0, c.y - 1.0, c.z - 1.0),
+                Vec3::new(c.x + 1.0, c.y + 1.0, c.z + 1.0),
+            )
+            .expect("finite")
+        })
+        .collect()
+}
+
+fn run<K: LocCode>(boxes: &[Aabb3], config: KdConfig<Aabb3>) {
+    let n = boxes.len();
+    let mut t = LinearKdTree::<Aabb3, K, _>::new(
+        vec![KdRecord::<K>::EMPTY; 8 * n],
+        vec![KdRecord::<K>::EMPTY; 8 * n],
+        config,
+    );
+    for rep in 0..3 {
+        let t0 = Instant::now();
+        let mut marks = Vec::new();
+        t.build_observed(boxes, |p| marks.push((p, t0.elapsed())))
+            .expect("build");
+        let built = t0.elapsed();
+        let raw = t.count_raw();
+        let swept = t0.elapsed();
+        let mut exact = 0u64;
+        t.for_each_candidate(boxes, Candidates::Exact, |_, _| exact += 1)
+            .expect("sweep");
+        let ex = t0.elapsed();
+        let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+        let phase = |p: BuildPhase| {
+            marks
+                .iter()
+                .find(|m| m.0 == p)
+                .map(|m| ms(m.1))
+                .unwrap_or(0.0)
+        };
+        let s = t.stats();
+        println!(
+            "rep {rep}: K=u{} bits {} records {:.2}/elem split {} | validate {:.1} codes {:.1} sort {:.1} (passes {}) build {:.1} ms | raw sweep {:.1} ms ({} = {:.1}/elem) | exact sweep {:.1} ms ({} pairs)",
+            K::BITS,
+            s.bits_per_axis,
+            s.records as f64 / n as f64,
+            s.split_elements,
+            phase(BuildPhase::Validated),
+            phase(BuildPhase::Coded) - phase(BuildPhase::Validated),
+            phase(BuildPhase::Sorted) - phase(BuildPhase::Coded),
+            s.sort_passes,
+            ms(built),
+            ms(swept - built),
+            raw,
+            raw as f64 / n as f64,
+            ms(ex - swept),
+            exact
+        );
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let n: usize = args
+        .get(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1_000_000);
+    let d: f64 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(0.1);
+    let k = args.get(3).map(String::as_str).unwrap_or("u64");
+    let split = match args.get(4).map(String::as_str) {
+        Some("none") => Split::None,
+        Some(g) => Split::Volume {
+            min_gain_log2: g.parse().unwrap_or(0),
+        },
+        None => Split::Volume { min_gain_log2: 0 },
+    };
+    let bits: u8 = args.get(5).and_then(|s| s.parse().ok()).unwrap_or(0);
+    let boxes = spheres(n, d, 7);
+    let config = KdConfig::DEFAULT
+        .with_split(split)
+        .expect("split")
+        .with_bits_per_axis(bits);
+    match k {
+        "u32" => run::<u32>(&boxes, config),
+        "u128" => run::<u128>(&boxes, config),
+        _ => run::<u64>(&boxes, config),
+    }
+}
