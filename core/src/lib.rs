@@ -21,8 +21,11 @@
 //! | [`BruteForceNeighbors`] | `12N` | `8N` |
 //! | [`BruteForceBroadPhase`] | `32C` | `24C` |
 //! | [`HierarchicalHashGrid`] | `44C + 4A` | `36C + 4A` |
+//! | [`kdtree::LinearKdTree`] | `2R · r` | `2R · r` |
+//! | [`kdtree::KdBroadPhase`] | `24C + 2R · r` | `16C + 2R · r` |
 //!
-//! (`T` table slots, `N` particles, `C` ids, `A` arena words.)
+//! (`T` table slots, `N` particles, `C` ids, `A` arena words, `R` kd-tree
+//! records of `r` = 8 / 16 / 32 bytes for `u32` / `u64` / `u128` codes.)
 //!
 //! ## Traits
 //!
@@ -30,7 +33,9 @@
 //! (boxes with insert / update / remove by id, overlapping pairs, box
 //! queries); see [`traits`] for the shared conventions. Broad phases:
 //! [`HierarchicalHashGrid`] (the pe engine's hierarchical hash grid, boxes of
-//! any size, `O(1)` insert / update / remove) and [`BruteForceBroadPhase`]. Every structure also
+//! any size, `O(1)` insert / update / remove), the linear kd-tree
+//! ([`kdtree::LinearKdTree`] built from a slice each step,
+//! [`kdtree::KdBroadPhase`] behind the trait) and [`BruteForceBroadPhase`]. Every structure also
 //! implements [`Validate`].
 //!
 //! ## Guarantees

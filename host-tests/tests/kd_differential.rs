@@ -488,3 +488,17 @@ fn bad_input_changes_nothing() {
     assert_eq!(collect_box_pairs(&mut bp), vec![(0, 3)]);
     bp.validate().unwrap();
 }
+
+/// The memory formula of the README: record sizes per code type and the
+/// slot size of the broad phase.
+#[test]
+fn memory_formula_sizes() {
+    use core::mem::size_of;
+    assert_eq!(size_of::<KdRecord<u32>>(), 8);
+    assert_eq!(size_of::<KdRecord<u64>>(), 16);
+    assert_eq!(size_of::<KdRecord<u128>>(), 32);
+    assert_eq!(size_of::<KdSlot<Aabb3>>(), 24);
+    assert_eq!(size_of::<KdSlot<Aabb2>>(), 16);
+    // The struct around the buffers is small and fixed.
+    assert!(size_of::<LinearKdTree<Aabb3, u64, [KdRecord<u64>; 0]>>() <= 256);
+}
