@@ -18,6 +18,7 @@ pub mod bp_peers;
 pub mod check;
 pub mod runner;
 pub mod scene;
+pub mod settle;
 
 pub use check::{CheckError, Reference, check_runner, checked_runner};
 pub use runner::{Imp, Metric, Runner};

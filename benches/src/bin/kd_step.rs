@@ -13,7 +13,7 @@ use spatium::{Aabb3, Vec3};
 use spatium_host_tests::rng::Rng;
 
 fn spheres(n: usize, d: f64, seed: u64) -> Vec<Aabb3> {
-    let side = (n as f64 * 4.0 / 3.0 * std::f64::consts::PI / d).cbrt() as f32;
+    let side = (n as f64 * 4.0 / 3.0 * core::f64::consts::PI / d).cbrt() as f32;
     let mut rng = Rng::new(seed);
     (0..n)
         .map(|_| {
@@ -50,7 +50,7 @@ fn run<K: LocCode>(boxes: &[Aabb3], config: KdConfig<Aabb3>) {
         t.for_each_candidate(boxes, Candidates::Exact, |_, _| exact += 1)
             .expect("sweep");
         let ex = t0.elapsed();
-        let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+        let ms = |d: core::time::Duration| d.as_secs_f64() * 1e3;
         let phase = |p: BuildPhase| {
             marks
                 .iter()
@@ -95,7 +95,18 @@ fn main() {
         None => Split::Volume { min_gain_log2: 0 },
     };
     let bits: u8 = args.get(5).and_then(|s| s.parse().ok()).unwrap_or(0);
-    let boxes = spheres(n, d, 7);
+    let mut boxes = spheres(n, d, 7);
+    if std::env::var_os("KD_SORTED_IDS").is_some() {
+        // Ids in the tree's own spatial order: what a simulation gets by
+        // renumbering its elements once in a while.
+        let mut t = LinearKdTree::<Aabb3, u64, _>::new(
+            vec![KdRecord::<u64>::EMPTY; n],
+            vec![KdRecord::<u64>::EMPTY; n],
+            KdConfig::DEFAULT.with_split(Split::None).expect("split"),
+        );
+        t.build(&boxes).expect("build");
+        boxes = t.records().iter().map(|r| boxes[r.id() as usize]).collect();
+    }
     let config = KdConfig::DEFAULT
         .with_split(split)
         .expect("split")
