@@ -502,3 +502,54 @@ fn memory_formula_sizes() {
     // The struct around the buffers is small and fixed.
     assert!(size_of::<LinearKdTree<Aabb3, u64, [KdRecord<u64>; 0]>>() <= 256);
 }
+
+/// Temporal reuse repairs the previous order when boxes move little, and
+/// falls back to a fresh build when they move a lot; pairs stay exact.
+#[test]
+fn temporal_reuse_repairs_small_motion() {
+    let mut sc = box_scenarios::<Aabb3>(3000, 51).remove(0);
+    let root = bounds(&sc.boxes);
+    let root = Aabb3::new(
+        Vec3::from_fn(|k| root.min().coord(k) - 50.0),
+        Vec3::from_fn(|k| root.max().coord(k) + 50.0),
+    )
+    .unwrap();
+    for split in [Split::None, Split::Volume { min_gain_log2: 0 }] {
+        let config = KdConfig::DEFAULT
+            .with_split(split)
+            .unwrap()
+            .with_root(Some(root))
+            .unwrap()
+            .with_temporal_reuse(true);
+        let mut t = tree::<Aabb3, u64>(3000 * 8, config);
+        t.build(&sc.boxes).unwrap();
+        assert!(!t.stats().reused, "first build is fresh");
+        let mut reused = 0;
+        let mut rng = Rng::new(9);
+        for _ in 0..5 {
+            // A tiny drift: most keys stay, a few change.
+            for b in sc.boxes.iter_mut() {
+                let d = rng.range(-1e-3, 1e-3);
+                *b = Aabb3::new(
+                    Vec3::from_fn(|k| b.min().coord(k) + d),
+                    Vec3::from_fn(|k| b.max().coord(k) + d),
+                )
+                .unwrap();
+            }
+            let want = overlapping_pairs(&sc.boxes);
+            check_build(&mut t, &sc.boxes, &want, &mut rng, "reuse");
+            reused += t.stats().reused as usize;
+        }
+        if split == Split::None {
+            assert_eq!(reused, 5, "no split: every small step reuses");
+        }
+        // A big move: the repair gives up, a fresh build follows.
+        sc.step();
+        for _ in 0..20 {
+            sc.step();
+        }
+        let want = overlapping_pairs(&sc.boxes);
+        check_build(&mut t, &sc.boxes, &want, &mut rng, "after big move");
+        eprintln!("{split:?}: reused {reused} of 5 small steps; big move reused {}", t.stats().reused);
+    }
+}
