@@ -550,6 +550,9 @@ fn temporal_reuse_repairs_small_motion() {
         }
         let want = overlapping_pairs(&sc.boxes);
         check_build(&mut t, &sc.boxes, &want, &mut rng, "after big move");
-        eprintln!("{split:?}: reused {reused} of 5 small steps; big move reused {}", t.stats().reused);
+        eprintln!(
+            "{split:?}: reused {reused} of 5 small steps; big move reused {}",
+            t.stats().reused
+        );
     }
 }
