@@ -1,15 +1,17 @@
 #!/usr/bin/env python3
-"""Writes the seed corpora of the `uniform_hash` and `hhg` fuzz targets.
+"""Writes the seed corpora of the `uniform_hash`, `hhg` and `kdtree` fuzz
+targets.
 
 Each seed is encoded the way `arbitrary` 1.x decodes the target's `Input`
-(fuzz_targets/uniform_hash.rs, fuzz_targets/hhg.rs): u8/i8/bool one byte,
+(fuzz_targets/uniform_hash.rs, fuzz_targets/hhg.rs, fuzz_targets/kdtree.rs):
+u8/i8/bool one byte,
 u32/f32 four bytes little-endian, an enum a u32 whose `(v * variants) >> 32`
 is the variant index, a collection one "keep going" byte (1) before each
 element and a 0 after the last. Keep this file in step with the types in the
 targets.
 
-Usage: python3 gen_corpus.py [OUT_DIR [HHG_OUT_DIR]]
-       (default: corpus/uniform_hash and corpus/hhg)
+Usage: python3 gen_corpus.py [OUT_DIR [HHG_OUT_DIR [KDTREE_OUT_DIR]]]
+       (default: corpus/uniform_hash, corpus/hhg and corpus/kdtree)
 """
 
 import os
@@ -590,6 +592,283 @@ HHG_SEEDS = {
 }
 
 
+# ---------------------------------------------------------------------------
+# kdtree (fuzz_targets/kdtree.rs)
+# ---------------------------------------------------------------------------
+
+
+# Kind: Lattice, Lattice2, Lattice3, Point(Lattice), Copy(u8, Lattice),
+# Touch { of, axis, lat }. Lattice as for hhg (h_lat).
+KD_KINDS = 6
+
+
+def kd_lat(pos, edge, pexp=0, sexp=0):
+    return variant(0, KD_KINDS) + h_lat(pos, edge, pexp, sexp)
+
+
+def kd_point(pos, pexp=0):
+    return variant(3, KD_KINDS) + h_lat(pos, (0, 0, 0), pexp)
+
+
+def kd_copy(of):
+    return variant(4, KD_KINDS) + u8(of) + h_lat((0, 0, 0), (1, 1, 1))
+
+
+def kd_touch(of, axis, edge, sexp=0):
+    return variant(5, KD_KINDS) + u8(of) + u8(axis) + h_lat((0, 0, 0), edge, 0, sexp)
+
+
+# Value: Raw(f32), Special(u8) into [0, -0, NaN, inf, -inf, MAX, -MAX,
+# MIN_POSITIVE, 1e-40, 1e-45, 1e30, -1e30, 1e12, 1e6, -1e6, 0.5, EPSILON,
+# 3e38, -2e9, 1e-30]; Override { slot: u8 (lo x, lo y, lo z, hi x, ...), value }
+def kv_raw(x):
+    return variant(0, 2) + f32(x)
+
+
+def kv_special(k):
+    return variant(1, 2) + u8(k)
+
+
+def kd_box(kind, overrides=()):
+    return kind + vec([u8(slot) + value for slot, value in overrides])
+
+
+def kbx(pos, edge, pexp=0, sexp=0, overrides=()):
+    return kd_box(kd_lat(pos, edge, pexp, sexp), overrides)
+
+
+# RootIn: Auto, Auto2, Cell { pe: i8, pos: [i8; 3], edge: [u8; 3] }, Raw([f32; 6])
+def root_auto():
+    return variant(0, 4)
+
+
+def root_cell(pos, edge, pexp=0):
+    return variant(2, 4) + i8(pexp + 6) + lat(pos) + b"".join(u8(e) for e in edge)
+
+
+def root_raw(lo, hi):
+    return variant(3, 4) + b"".join(f32(v) for v in list(lo) + list(hi))
+
+
+# CfgIn { split: u8 (0 none, else gain split - 1), octree, bits: u8 (mod
+# max + 2), root, comparison, reuse }
+def kcfg(split=1, octree=False, bits=0, root=None, comparison=False, reuse=False):
+    return (
+        u8(split)
+        + boolean(octree)
+        + u8(bits)
+        + (root or root_auto())
+        + boolean(comparison)
+        + boolean(reuse)
+    )
+
+
+# Op: Insert, Update, Nudge, Remove, Query, Clear, Pairs, SetConfig, Batch,
+# Rebuild, ClearTree
+K_OPS = 11
+
+
+def k_insert(id_, box):
+    return variant(0, K_OPS) + u8(id_) + box
+
+
+def k_update(id_, box):
+    return variant(1, K_OPS) + u8(id_) + box
+
+
+def k_nudge(id_, delta, exp):
+    return variant(2, K_OPS) + u8(id_) + lat(delta) + u8(exp)
+
+
+def k_remove(id_):
+    return variant(3, K_OPS) + u8(id_)
+
+
+def k_query(box):
+    return variant(4, K_OPS) + box
+
+
+def k_clear():
+    return variant(5, K_OPS)
+
+
+def k_pairs():
+    return variant(6, K_OPS)
+
+
+def k_set_config(cfg):
+    return variant(7, K_OPS) + cfg
+
+
+def k_batch(boxes, cfg=None):
+    return variant(8, K_OPS) + option(cfg) + vec(boxes)
+
+
+def k_rebuild(moves):
+    return variant(9, K_OPS) + vec([u8(i) + lat(d) + u8(e) for i, d, e in moves])
+
+
+def k_clear_tree():
+    return variant(10, K_OPS)
+
+
+# Input: code (0 u32, 1 u64, 2 u128), records index into [12, 36, 72, 288, 1],
+# batch tree records (k % 129), configuration, then (3D?, op) pairs.
+def k_seed(ops, code=1, records=3, batch_cap=128, cfg=None):
+    return (
+        u8(code)
+        + u8(records)
+        + u8(batch_cap)
+        + (cfg or kcfg())
+        + b"".join(b"\x01" + boolean(three) + op for three, op in ops)
+    )
+
+
+# Coinciding, touching, nested boxes, points, edges 2^-6 to 2^5.
+K_BOXES = [
+    kbx((0, 0, 0), (4, 4, 4)),
+    kbx((4, 0, 0), (4, 4, 4)),
+    kbx((0, 0, 0), (4, 4, 4)),
+    kbx((1, 1, 1), (1, 1, 1), -2, -6),
+    kbx((0, 0, 0), (7, 3, 1), 0, 5),
+    kd_box(kd_point((3, 3, 3))),
+    kbx((2, 2, 2), (3, 3, 3), 2, 2),
+    kbx((-3, 5, 1), (2, 1, 0), -1, -3),
+    kd_box(kd_copy(4)),
+    kd_box(kd_touch(0, 1, (2, 2, 2))),
+    kd_box(kd_touch(6, 0, (1, 1, 1), -4)),
+    kbx((20, -20, 7), (15, 15, 15), 5, 7),
+]
+
+# Finite boxes far from the lattice: huge, tiny, -0.0, around 1e6.
+K_EXOTIC = [
+    kbx((0, 0, 0), (1, 1, 1), overrides=[(0, kv_special(6)), (3, kv_special(5))]),
+    kbx((0, 0, 0), (1, 1, 1), overrides=[(1, kv_special(10)), (4, kv_special(10))]),
+    kbx((0, 0, 0), (0, 0, 0), overrides=[(0, kv_special(1)), (3, kv_special(0))]),
+    kbx((0, 0, 0), (0, 0, 0), overrides=[(3, kv_special(8)), (4, kv_special(9))]),
+    kbx((0, 0, 0), (1, 1, 1), overrides=[(0, kv_special(13)), (3, kv_raw(1.0e6 + 0.0625))]),
+    kbx((0, 0, 0), (1, 1, 1), overrides=[(2, kv_special(14)), (5, kv_raw(-999999.0))]),
+    kbx((0, 0, 0), (1, 1, 1), overrides=[(1, kv_special(11)), (4, kv_special(17))]),
+    kbx((1, 1, 1), (1, 1, 1), overrides=[(3, kv_raw(0.25 + 1.0e-7))]),
+]
+
+# Bad boxes: NaN, infinities, inverted.
+K_BAD = [
+    kbx((0, 0, 0), (1, 1, 1), overrides=[(2, kv_special(2))]),
+    kbx((0, 0, 0), (1, 1, 1), overrides=[(3, kv_special(3))]),
+    kbx((0, 0, 0), (1, 1, 1), overrides=[(0, kv_special(4))]),
+    kbx((0, 0, 0), (1, 1, 1), overrides=[(0, kv_special(3))]),
+    kbx((3, 0, 0), (1, 1, 1), overrides=[(3, kv_raw(-1.0))]),
+]
+
+KD_SEEDS = {
+    # The default configuration: inserts, pairs, moves, queries, removals.
+    "broad_default": k_seed(
+        both(
+            [k_insert(i, b) for i, b in enumerate(K_BOXES)]
+            + [
+                k_pairs(),
+                k_query(kbx((0, 0, 0), (1, 1, 1))),
+                k_nudge(3, (1, -1, 2), 3),
+                k_update(6, kbx((0, 0, 0), (0, 0, 0))),
+                k_remove(0),
+                k_remove(0),
+                k_pairs(),
+            ]
+        ),
+    ),
+    # Twelve records for 36 ids: CapacityExceeded, then a removal frees one.
+    "broad_full": k_seed(
+        both(
+            [k_insert(i, K_BOXES[i % len(K_BOXES)]) for i in range(14)]
+            + [k_pairs(), k_remove(5), k_insert(20, K_BOXES[3]), k_insert(21, K_BOXES[4]),
+               k_pairs()]
+        ),
+        code=0,
+        records=0,
+    ),
+    # Temporal reuse: small moves between pair enumerations.
+    "reuse_nudges": k_seed(
+        both(
+            [k_insert(i, kbx((i % 6, (i // 6) % 6, i % 4), (2, 2, 2), -1, -2)) for i in range(24)]
+            + [k_pairs()]
+            + [op for i in range(8) for op in (k_nudge(i * 3, (1, 0, -1), 6), k_pairs())]
+        ),
+        code=0,
+        cfg=kcfg(reuse=True),
+    ),
+    # A small fixed root: most boxes clamped; octree cells, u128 codes.
+    "small_root_octree": k_seed(
+        both(
+            [k_insert(i, b) for i, b in enumerate(K_BOXES)]
+            + [k_pairs(), k_query(kbx((-24, -24, -24), (8, 8, 8), 4, 4)), k_pairs()]
+        ),
+        code=2,
+        cfg=kcfg(octree=True, root=root_cell((0, 0, 0), (3, 3, 3))),
+    ),
+    # Huge, tiny and bad boxes; bad queries; ids out of range.
+    "special_values": k_seed(
+        both(
+            [k_insert(i, b) for i, b in enumerate(K_BOXES[:4] + K_EXOTIC)]
+            + [k_insert(20 + i, b) for i, b in enumerate(K_BAD)]
+            + [
+                k_insert(38, K_BOXES[1]),
+                k_insert(0, K_BOXES[1]),
+                k_update(30, K_BOXES[1]),
+                k_update(2, K_BAD[0]),
+                k_query(K_BAD[1]),
+                k_query(K_EXOTIC[0]),
+                k_pairs(),
+            ]
+        ),
+        cfg=kcfg(split=4),
+    ),
+    # Configuration changes: no split, comparison sort, too many bits
+    # (u64: 22 per axis in 3D), a gain out of range, invalid roots.
+    "config_changes": k_seed(
+        both(
+            [k_insert(i, b) for i, b in enumerate(K_BOXES)]
+            + [
+                k_set_config(kcfg(split=0, comparison=True)),
+                k_pairs(),
+                k_set_config(kcfg(bits=22)),
+                k_pairs(),
+                k_insert(20, K_BOXES[0]),
+                k_query(K_BOXES[0]),
+                k_clear(),
+                k_pairs(),
+                k_set_config(kcfg(split=40, bits=1)),
+                k_set_config(kcfg(root=root_raw((0, 0, 0), (1, 0, 1)))),
+                k_set_config(kcfg(root=root_raw((0, 0, 0), (1, -1, 1)))),
+                k_set_config(kcfg(root=root_raw((0, float("nan"), 0), (1, 1, 1)))),
+                k_insert(1, K_BOXES[1]),
+                k_insert(2, K_BOXES[2]),
+                k_pairs(),
+            ]
+        ),
+    ),
+    # Batch builds: duplicates, touching boxes, points, exotic values; a
+    # refused build (NaN box, too many boxes), rebuilds with moved boxes.
+    "batch": k_seed(
+        both(
+            [
+                k_batch(K_BOXES + K_EXOTIC),
+                k_rebuild([(1, (1, 0, 0), 2), (5, (0, -1, 0), 8)]),
+                k_batch(K_BOXES + K_BAD[:1]),
+                k_batch([K_BOXES[0]] * 40),
+                k_batch(K_BOXES, kcfg(split=0, reuse=True)),
+                k_rebuild([(2, (1, 1, 1), 10)]),
+                k_batch(K_BOXES, kcfg(bits=22)),
+                k_batch(K_BOXES, kcfg(octree=True, root=root_cell((-2, -2, -2), (1, 1, 1)))),
+                k_clear_tree(),
+                k_batch([]),
+            ]
+        ),
+        batch_cap=32,
+    ),
+}
+
+
 def write(out, seeds):
     os.makedirs(out, exist_ok=True)
     for name, data in seeds.items():
@@ -603,10 +882,12 @@ def main():
     here = os.path.dirname(os.path.abspath(__file__))
     out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "corpus", "uniform_hash")
     hhg_out = sys.argv[2] if len(sys.argv) > 2 else os.path.join(here, "corpus", "hhg")
+    kd_out = sys.argv[3] if len(sys.argv) > 3 else os.path.join(here, "corpus", "kdtree")
     for name, data in SEEDS.items():
         assert len(data) < 1024, (name, len(data))
     write(out, SEEDS)
     write(hhg_out, HHG_SEEDS)
+    write(kd_out, KD_SEEDS)
 
 
 if __name__ == "__main__":
