@@ -556,3 +556,27 @@ fn temporal_reuse_repairs_small_motion() {
         );
     }
 }
+
+/// A new configuration forgets the last build: no stale answers.
+#[test]
+fn set_config_forgets_the_last_build() {
+    let b = |x: f32| Aabb3::new(Vec3::new(x, 0.0, 0.0), Vec3::new(x + 1.0, 1.0, 1.0)).unwrap();
+    let boxes = [b(0.0), b(0.5)];
+    let mut t = tree::<Aabb3, u64>(16, KdConfig::DEFAULT);
+    t.build(&boxes).unwrap();
+    t.set_config(KdConfig::DEFAULT.with_octree(true));
+    assert_eq!(t.len(), 0);
+    assert_eq!(t.stats(), Default::default());
+    assert_eq!(
+        t.for_each_candidate(&boxes, Candidates::Exact, |_, _| {}),
+        Err(Error::LengthMismatch {
+            expected: 0,
+            got: 2
+        })
+    );
+    t.build(&boxes).unwrap();
+    let mut n = 0;
+    t.for_each_candidate(&boxes, Candidates::Exact, |_, _| n += 1)
+        .unwrap();
+    assert_eq!(n, 1);
+}

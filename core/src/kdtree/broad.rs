@@ -114,8 +114,11 @@ impl<B: BoundingBox, K: LocCode, S: Storage<KdSlot<B>>, R: Storage<KdRecord<K>>>
     /// `mode` (see [`Candidates`]).
     ///
     /// # Errors
-    /// None in practice: every stored box was validated on insert, and
-    /// insert keeps the number of boxes within the record buffers.
+    /// [`Error::InvalidConfig`] when the configuration asks for more bits
+    /// per axis than the code type holds (every rebuild fails until the
+    /// configuration is replaced). Nothing else: every stored box was
+    /// validated on insert, and insert keeps the number of boxes within the
+    /// record buffers.
     pub fn for_each_candidate<F: FnMut(u32, u32)>(
         &mut self,
         mode: Candidates,

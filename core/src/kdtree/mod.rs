@@ -406,10 +406,11 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
         &self.config
     }
 
-    /// Replaces the configuration; the next build starts afresh.
+    /// Replaces the configuration and forgets the last build (as
+    /// [`clear`](Self::clear)): the next build starts afresh.
     pub fn set_config(&mut self, config: KdConfig<B>) {
         self.config = config;
-        self.invalidate();
+        self.clear();
     }
 
     /// What the last build did.
