@@ -4,6 +4,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod boxes;
 pub mod make;
 pub mod oracle;
 pub mod rng;
