@@ -19,6 +19,9 @@
 //! `uses_grids()` and the `stats()` counts agree with the model, and the
 //! pairs equal the model's exactly (normalised, sorted, no duplicates).
 
+mod common;
+
+use common::{Lattice, lattice, lattice_corners, pow2};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseResult;
 use spatium::{
@@ -48,16 +51,6 @@ fn tame<B: BoundingBox>(b: &B) -> bool {
         let e = hi[k] - lo[k];
         ok(lo[k]) && ok(hi[k]) && (e == 0.0 || e >= 1.0 / 1024.0)
     })
-}
-
-/// A lattice box: lower corner `pos / 4 · 2^pe`, edges `edge / 4 · 2^se`
-/// (exact dyadic arithmetic, so boxes coincide and touch exactly).
-#[derive(Clone, Copy, Debug)]
-struct Lattice {
-    pe: i8,
-    pos: [i8; 3],
-    se: i8,
-    edge: [u8; 3],
 }
 
 /// Finite `(lo, hi)` pairs far from the lattice: huge coordinates (out of
@@ -107,15 +100,6 @@ struct Spec {
     defect: Defect,
 }
 
-fn lattice() -> impl Strategy<Value = Lattice> {
-    let edge = prop_oneof![
-        1 => Just([0u8; 3]),
-        5 => prop::array::uniform3(0u8..8),
-    ];
-    (-4i8..=4, prop::array::uniform3(-24i8..=24), -6i8..=5, edge)
-        .prop_map(|(pe, pos, se, edge)| Lattice { pe, pos, se, edge })
-}
-
 fn defect() -> impl Strategy<Value = Defect> {
     prop_oneof![
         10 => Just(Defect::None),
@@ -146,22 +130,12 @@ fn good_spec() -> impl Strategy<Value = Spec> {
     (lattice(), defect).prop_map(|(lat, defect)| Spec { lat, defect })
 }
 
-fn pow2(e: i8) -> f32 {
-    2f32.powi(i32::from(e))
-}
-
 /// The box of `spec`, resolved against the model's stored boxes.
 fn make_box<B: TestBox>(spec: &Spec, m: &Model<B>) -> B {
     let d = dim::<B>();
     let l = spec.lat;
-    let unit = 0.25 * pow2(l.pe);
     let step = 0.25 * pow2(l.se);
-    let mut lo = [0.0f32; 3];
-    let mut hi = [0.0f32; 3];
-    for k in 0..3 {
-        lo[k] = f32::from(l.pos[k]) * unit;
-        hi[k] = lo[k] + f32::from(l.edge[k]) * step;
-    }
+    let (mut lo, mut hi) = lattice_corners(&l);
     let axis = |a: u8| usize::from(a) % d;
     match spec.defect {
         Defect::None => {}

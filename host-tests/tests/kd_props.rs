@@ -40,6 +40,9 @@
 //! boxes spanning all of `f32`, points at its extreme corners) are built
 //! under every combination of the configuration options.
 
+mod common;
+
+use common::{Lattice, lattice, lattice_corners, pow2};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseResult;
 use spatium::kdtree::{
@@ -72,16 +75,6 @@ fn box_error<B: BoundingBox>(b: &B) -> Option<Error> {
     } else {
         None
     }
-}
-
-/// A lattice box: lower corner `pos / 4 · 2^pe`, edges `edge / 4 · 2^se`
-/// (exact dyadic arithmetic, so boxes coincide and touch exactly).
-#[derive(Clone, Copy, Debug)]
-struct Lattice {
-    pe: i8,
-    pos: [i8; 3],
-    se: i8,
-    edge: [u8; 3],
 }
 
 /// Finite `(lo, hi)` pairs far from the lattice: huge coordinates and
@@ -136,15 +129,6 @@ struct Spec {
     defect: Defect,
 }
 
-fn lattice() -> impl Strategy<Value = Lattice> {
-    let edge = prop_oneof![
-        1 => Just([0u8; 3]),
-        5 => prop::array::uniform3(0u8..8),
-    ];
-    (-4i8..=4, prop::array::uniform3(-24i8..=24), -6i8..=5, edge)
-        .prop_map(|(pe, pos, se, edge)| Lattice { pe, pos, se, edge })
-}
-
 fn valid_defect() -> impl Strategy<Value = Defect> {
     prop_oneof![
         10 => Just(Defect::None),
@@ -173,22 +157,6 @@ fn spec() -> impl Strategy<Value = Spec> {
 
 fn valid_spec() -> impl Strategy<Value = Spec> {
     (lattice(), valid_defect()).prop_map(|(lat, defect)| Spec { lat, defect })
-}
-
-fn pow2(e: i8) -> f32 {
-    2f32.powi(i32::from(e))
-}
-
-fn lattice_corners(l: &Lattice) -> ([f32; 3], [f32; 3]) {
-    let unit = 0.25 * pow2(l.pe);
-    let step = 0.25 * pow2(l.se);
-    let mut lo = [0.0f32; 3];
-    let mut hi = [0.0f32; 3];
-    for k in 0..3 {
-        lo[k] = f32::from(l.pos[k]) * unit;
-        hi[k] = lo[k] + f32::from(l.edge[k]) * step;
-    }
-    (lo, hi)
 }
 
 /// The box of `spec`; `near(of)` resolves `Defect::Near` (a stored box).

@@ -1,0 +1,42 @@
+//! Proptest support shared by the property-test files (`mod common;`).
+
+use proptest::prelude::*;
+
+/// A lattice box: lower corner `pos / 4 · 2^pe`, edges `edge / 4 · 2^se`
+/// (exact dyadic arithmetic, so boxes coincide and touch exactly).
+#[derive(Clone, Copy, Debug)]
+pub struct Lattice {
+    pub pe: i8,
+    pub pos: [i8; 3],
+    pub se: i8,
+    pub edge: [u8; 3],
+}
+
+/// Lattice boxes: positions within ±24 units at scales 2⁻⁴ … 2⁴, edges of 0
+/// to 7 steps at scales 2⁻⁶ … 2⁵ (one in six a point).
+pub fn lattice() -> impl Strategy<Value = Lattice> {
+    let edge = prop_oneof![
+        1 => Just([0u8; 3]),
+        5 => prop::array::uniform3(0u8..8),
+    ];
+    (-4i8..=4, prop::array::uniform3(-24i8..=24), -6i8..=5, edge)
+        .prop_map(|(pe, pos, se, edge)| Lattice { pe, pos, se, edge })
+}
+
+/// `2^e`.
+pub fn pow2(e: i8) -> f32 {
+    2f32.powi(i32::from(e))
+}
+
+/// The corners of a lattice box (all three axes; 2D uses the first two).
+pub fn lattice_corners(l: &Lattice) -> ([f32; 3], [f32; 3]) {
+    let unit = 0.25 * pow2(l.pe);
+    let step = 0.25 * pow2(l.se);
+    let mut lo = [0.0f32; 3];
+    let mut hi = [0.0f32; 3];
+    for k in 0..3 {
+        lo[k] = f32::from(l.pos[k]) * unit;
+        hi[k] = lo[k] + f32::from(l.edge[k]) * step;
+    }
+    (lo, hi)
+}
