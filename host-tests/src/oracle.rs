@@ -78,3 +78,26 @@ pub fn collect_box_pairs<B: spatium::BoundingBox, S: BroadPhase<B>>(s: &mut S) -
     v.sort_unstable();
     v
 }
+
+/// Up to five pairs of `want` that `got` lacks (both sorted).
+pub fn missing_pairs(got: &[(u32, u32)], want: &[(u32, u32)]) -> Vec<(u32, u32)> {
+    want.iter()
+        .filter(|p| got.binary_search(p).is_err())
+        .take(5)
+        .copied()
+        .collect()
+}
+
+/// Panics with the counts and up to five extra and missing pairs unless the
+/// sorted pair sets are equal.
+pub fn assert_same_pairs(got: &[(u32, u32)], want: &[(u32, u32)], what: &str) {
+    if got != want {
+        panic!(
+            "{what}: {} pairs, want {}; extra {:?}, missing {:?}",
+            got.len(),
+            want.len(),
+            missing_pairs(want, got),
+            missing_pairs(got, want)
+        );
+    }
+}

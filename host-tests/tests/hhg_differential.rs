@@ -8,7 +8,7 @@ use spatium::{
     HierarchicalHashGrid, Point, UpdateStrategy, Validate, Vec3,
 };
 use spatium_host_tests::make::{self, VecHhg};
-use spatium_host_tests::oracle::{collect_box_pairs, overlapping_pairs};
+use spatium_host_tests::oracle::{assert_same_pairs, collect_box_pairs, overlapping_pairs};
 use spatium_host_tests::rng::Rng;
 use spatium_host_tests::scenarios::{BoxScenario, box_scenarios, varied_cubes};
 
@@ -31,23 +31,7 @@ fn check_pairs<B: BoundingBox>(g: &mut VecHhg<B>, boxes: &[B], what: &str) {
     g.validate().unwrap_or_else(|e| panic!("{what}: {e}"));
     let got = collect_box_pairs(g);
     let want = overlapping_pairs(boxes);
-    if got != want {
-        let extra: Vec<_> = got
-            .iter()
-            .filter(|p| want.binary_search(p).is_err())
-            .take(5)
-            .collect();
-        let missing: Vec<_> = want
-            .iter()
-            .filter(|p| got.binary_search(p).is_err())
-            .take(5)
-            .collect();
-        panic!(
-            "{what}: {} pairs, want {}; extra {extra:?}, missing {missing:?}",
-            got.len(),
-            want.len()
-        );
-    }
+    assert_same_pairs(&got, &want, what);
 }
 
 fn check_queries<B: BoundingBox>(g: &mut VecHhg<B>, boxes: &[B], rng: &mut Rng, what: &str) {

@@ -11,7 +11,9 @@ use spatium::kdtree::{
     Candidates, KdBroadPhase, KdConfig, KdRecord, KdSlot, LinearKdTree, LocCode, SortAlgo, Split,
 };
 use spatium::{Aabb2, Aabb3, BoundingBox, BroadPhase, Error, Point, Validate, Vec2, Vec3};
-use spatium_host_tests::oracle::{collect_box_pairs, overlapping_pairs};
+use spatium_host_tests::oracle::{
+    assert_same_pairs, collect_box_pairs, missing_pairs, overlapping_pairs,
+};
 use spatium_host_tests::rng::Rng;
 use spatium_host_tests::scenarios::{BoxScenario, box_scenarios, point_scenarios};
 
@@ -53,11 +55,7 @@ fn check_build<B: BoundingBox, K: LocCode>(
     assert!(raw.iter().all(|p| p.0 != p.1), "{what}: self pair");
     let mut raw = sorted(raw);
     raw.dedup();
-    let missing: Vec<_> = want
-        .iter()
-        .filter(|p| raw.binary_search(p).is_err())
-        .take(5)
-        .collect();
+    let missing = missing_pairs(&raw, want);
     assert!(missing.is_empty(), "{what}: raw misses {missing:?}");
 
     let mut unique = Vec::new();
@@ -67,35 +65,18 @@ fn check_build<B: BoundingBox, K: LocCode>(
     let mut dedup = unique.clone();
     dedup.dedup();
     assert_eq!(dedup.len(), unique.len(), "{what}: unique has duplicates");
-    let missing: Vec<_> = want
-        .iter()
-        .filter(|p| unique.binary_search(p).is_err())
-        .take(5)
-        .collect();
+    let missing = missing_pairs(&unique, want);
     assert!(missing.is_empty(), "{what}: unique misses {missing:?}");
 
     let mut exact = Vec::new();
     t.for_each_candidate(boxes, Candidates::Exact, |a, b| exact.push((a, b)))
         .unwrap();
     let exact = sorted(exact);
-    if exact != want {
-        let extra: Vec<_> = exact
-            .iter()
-            .filter(|p| want.binary_search(p).is_err())
-            .take(5)
-            .collect();
-        let missing: Vec<_> = want
-            .iter()
-            .filter(|p| exact.binary_search(p).is_err())
-            .take(5)
-            .collect();
-        panic!(
-            "{what}: {} exact pairs, want {}; extra {extra:?}, missing {missing:?}, stats {:?}",
-            exact.len(),
-            want.len(),
-            t.stats()
-        );
-    }
+    assert_same_pairs(
+        &exact,
+        want,
+        &format!("{what} exact, stats {:?}", t.stats()),
+    );
     // Box queries.
     for _ in 0..6 {
         let q = boxes[rng.below(boxes.len())];
