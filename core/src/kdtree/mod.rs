@@ -913,7 +913,8 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
             f(id);
         };
         // The query's node and everything below it: one run of records.
-        let start = recs.partition_point(|r| K::rank(r.key, depth) < K::rank(key, depth));
+        let rank = K::rank(key, depth);
+        let start = recs.partition_point(|r| K::rank(r.key, depth) < rank);
         for r in &recs[start..] {
             if !K::contains(key, r.key) {
                 break;
@@ -944,20 +945,12 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
         src: &S,
     ) -> Result<(), Corruption> {
         const S: &str = "LinearKdTree";
+        // Capacity, prefix order and key ranges first.
+        self.validate()?;
         let recs = self.records();
         let Some(frame) = self.frame else {
-            return ensure(self.nrec == 0, S, "records without a frame");
+            return Ok(());
         };
-        ensure(
-            self.nrec <= self.record_capacity(),
-            S,
-            "records within capacity",
-        )?;
-        ensure(
-            sort::is_sorted(recs, frame.depth),
-            S,
-            "records in prefix order",
-        )?;
         let gain = self.config.min_gain();
         let mut splitter = Splitter::<K>::new();
         // Each box's records count 840/pieces (840 = lcm(1..=8)): the sum is
