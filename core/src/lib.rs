@@ -60,6 +60,7 @@ pub mod brute;
 mod csr;
 pub mod error;
 pub mod geom;
+pub mod hhash;
 pub mod hhg;
 pub mod kdtree;
 pub mod storage;

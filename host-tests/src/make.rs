@@ -57,3 +57,32 @@ pub fn hhg<B: BoundingBox>(capacity: usize, arena: usize, config: HhgConfig) -> 
         config,
     )
 }
+
+/// Hierarchical or multilevel hashing over `Vec`s.
+pub type VecClassHash<S, B> = spatium::hhash::ClassHash<
+    S,
+    B,
+    Vec<spatium::hhash::HashSlot<B>>,
+    Vec<spatium::hhash::HashBucket>,
+    Vec<spatium::hhash::HashEntry>,
+    Vec<<B as BoundingBox>::Point>,
+>;
+
+/// Hierarchical or multilevel hashing for `capacity` object ids, `table`
+/// buckets, `entries` pool entries and `particles` particles.
+pub fn class_hash<S: spatium::hhash::Scheme, B: BoundingBox>(
+    capacity: usize,
+    table: usize,
+    entries: usize,
+    particles: usize,
+    config: spatium::hhash::HashConfig<B::Point>,
+) -> VecClassHash<S, B> {
+    use spatium::hhash::{ClassHash, HashBucket, HashEntry, HashSlot};
+    ClassHash::new(
+        vec![HashSlot::EMPTY; capacity],
+        vec![HashBucket::EMPTY; table],
+        vec![HashEntry::EMPTY; entries],
+        vec![B::Point::default(); particles],
+        config,
+    )
+}
