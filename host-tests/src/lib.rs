@@ -7,6 +7,7 @@
 pub mod boxes;
 pub mod make;
 pub mod oracle;
+pub mod pouchol;
 pub mod rng;
 pub mod scenarios;
 
