@@ -474,7 +474,10 @@ pub struct HashEntry {
 
 impl HashEntry {
     /// An unused entry.
-    pub const EMPTY: Self = Self { id: NONE, next: NONE };
+    pub const EMPTY: Self = Self {
+        id: NONE,
+        next: NONE,
+    };
 }
 
 /// What a candidate query reports.
@@ -1052,13 +1055,18 @@ where
         let slots = self.slots.as_ref();
         self.traverse(&lo, &hi, stop, |li, cell, _key, b| {
             let l = self.order[li as usize] as u32;
+            let mut prev = NONE;
             for id in self.entries(b) {
                 if id & PARTICLE != 0 {
                     continue;
                 }
                 match mode {
                     Candidates::Raw => f(id),
+                    // An object whose cells share this bucket has adjacent
+                    // entries here (it pushed them in one go): one is enough.
+                    Candidates::Exact if id == prev => {}
                     Candidates::Exact => {
+                        prev = id;
                         let s = &slots[id as usize];
                         if s.level == l
                             && keep(id, s.level)
@@ -1115,11 +1123,7 @@ where
     ///
     /// # Errors
     /// [`Error::NonFinite`].
-    pub fn point_candidates<F: FnMut(u32)>(
-        &mut self,
-        p: B::Point,
-        f: F,
-    ) -> Result<(), Error> {
+    pub fn point_candidates<F: FnMut(u32)>(&mut self, p: B::Point, f: F) -> Result<(), Error> {
         if !p.is_finite() {
             return Err(Error::NonFinite);
         }
@@ -1200,13 +1204,16 @@ where
         self.traverse(&lo, &hi, 0, |li, cell, _, b| {
             n.cells += 1;
             let l = self.order[li as usize] as u32;
+            let mut prev = NONE;
             for id in self.entries(b) {
                 if id & PARTICLE != 0 {
                     continue;
                 }
                 n.raw += 1;
                 let s = &slots[id as usize];
-                if !self.stored_in(&s.aabb, s.level, l, cell) {
+                let repeat = id == prev;
+                prev = id;
+                if !self.stored_in(&s.aabb, s.level, l, cell) || repeat {
                     n.collisions += 1;
                 } else if s.aabb.overlaps(q) && self.canonical(q, &s.aabb, l, cell) {
                     n.exact += 1;
@@ -1580,7 +1587,7 @@ where
                     ensure(e.is_ok(), w, "stored box in range")?;
                     need += e.unwrap_or(0);
                 }
-                None => ensure(*s == HashSlot::EMPTY, w, "empty slot is EMPTY")?,
+                None => ensure(s.aabb.min().coord(0).is_nan(), w, "empty slot's box is NaN")?,
             }
         }
         ensure(objects == self.objects, w, "object count")?;
@@ -1632,6 +1639,7 @@ where
             }
             let mut e = bucket.head;
             let mut steps = 0u32;
+            let mut prev = NONE;
             while e != NONE {
                 ensure(e < self.used, w, "entry index in use")?;
                 ensure(steps < self.used, w, "bucket list acyclic")?;
@@ -1651,6 +1659,21 @@ where
                         "object entry is stored",
                     )?;
                 }
+                if entry.id != prev && entry.id & PARTICLE == 0 {
+                    // An object's entries in one bucket are adjacent: no
+                    // earlier run of the same id in this list.
+                    let mut f = bucket.head;
+                    while f != e {
+                        let earlier = self.pool.as_ref()[f as usize];
+                        ensure(
+                            earlier.id != entry.id,
+                            w,
+                            "object entries adjacent in a bucket",
+                        )?;
+                        f = earlier.next;
+                    }
+                }
+                prev = entry.id;
                 e = entry.next;
                 steps += 1;
             }

@@ -216,7 +216,8 @@ fn fig3_point_paths() {
     // false candidates); a point inside B's path box finds B only.
     let exact = |h: &mut VecClassHash<Hierarchical, Aabb2>, p: Vec2| {
         let mut got = Vec::new();
-        h.query(&Aabb2::new(p, p).unwrap(), |id| got.push(id)).unwrap();
+        h.query(&Aabb2::new(p, p).unwrap(), |id| got.push(id))
+            .unwrap();
         got
     };
     assert_eq!(exact(&mut h, p), Vec::<u32>::new());
@@ -226,8 +227,10 @@ fn fig3_point_paths() {
     // nothing written at level 1, B's cell at level 0.
     let mut m = fig3::<Multilevel>();
     let mut cells = Vec::new();
-    m.for_each_visited_cell(&Aabb2::new(p, p).unwrap(), |v| cells.push((v.level, v.cell)))
-        .unwrap();
+    m.for_each_visited_cell(&Aabb2::new(p, p).unwrap(), |v| {
+        cells.push((v.level, v.cell))
+    })
+    .unwrap();
     assert_eq!(cells, vec![(2, [1, 0, 0]), (0, [5, 0, 0])]);
 }
 
@@ -245,10 +248,12 @@ fn large_boxes_are_subdivided() {
     h.insert(B, bx(9.1, 4.1, 9.2, 4.2)).unwrap();
     h.insert(C, bx(30.0, 30.0, 30.5, 30.5)).unwrap();
     let mut got = Vec::new();
-    h.query(&bx(-1.0, -1.0, 20.0, 20.0), |id| got.push(id)).unwrap();
+    h.query(&bx(-1.0, -1.0, 20.0, 20.0), |id| got.push(id))
+        .unwrap();
     got.sort_unstable();
     assert_eq!(got, vec![A, B]);
     let mut pairs = Vec::new();
-    h.for_each_pair(|a, b| pairs.push((a.min(b), a.max(b)))).unwrap();
+    h.for_each_pair(|a, b| pairs.push((a.min(b), a.max(b))))
+        .unwrap();
     assert_eq!(pairs, vec![(A, B)]);
 }
