@@ -114,6 +114,14 @@ const PARTICLE: u32 = 1 << 31;
 const EMPTY_LEVEL: u32 = u32::MAX;
 const GOLDEN: u32 = 0x9E37_79B9;
 
+/// Most cells the inspection walks ([`ClassHash::query_counts`],
+/// [`ClassHash::for_each_visited_cell`]) may visit (2²⁶).
+pub const INSPECT_LIMIT: u64 = 1 << 26;
+
+/// A query whose cell range could hold more than `SCAN_FACTOR · (entries +
+/// 64)` cells scans the stored elements instead of the cells.
+pub const SCAN_FACTOR: u64 = 64;
+
 /// Table length for `elements` polygons or objects by the paper's guidance
 /// (§4.3): about 100 buckets each, rounded up to a power of two (at most
 /// 2³¹). The paper found the false candidates of hash collisions negligible
@@ -486,7 +494,9 @@ impl HashEntry {
 pub enum Candidates {
     /// Every object entry of every visited bucket: duplicates (an object
     /// stored in several visited cells) and hash-collision false candidates
-    /// included. This is the candidate retrieval the paper measures.
+    /// included. This is the candidate retrieval the paper measures. (A
+    /// query box covering more cells than [`SCAN_FACTOR`] allows scans the
+    /// slots instead and reports every stored object once.)
     Raw,
     /// Objects whose boxes overlap, each once.
     Exact,
@@ -607,6 +617,8 @@ where
     stamp: u32,
     /// Pool entries written since the last rebuild.
     used: u32,
+    /// Buckets written (stamped) since the last rebuild.
+    written: u32,
     /// Entries the stored objects need.
     object_entries: u64,
     objects: u32,
@@ -655,6 +667,7 @@ where
             shift: 32,
             stamp: 0,
             used: 0,
+            written: 0,
             object_entries: 0,
             objects: 0,
             n_particles: 0,
@@ -807,6 +820,7 @@ where
             self.stamp = 1;
         }
         self.used = 0;
+        self.written = 0;
     }
 
     /// The bucket, reset if it belongs to an older step.
@@ -819,6 +833,7 @@ where
                 tag: stamp,
                 head: NONE,
             };
+            self.written += 1;
         }
         bucket
     }
@@ -1011,6 +1026,44 @@ where
         }
     }
 
+    /// `true` if walking the base-cell range `[lo, hi]` down to level
+    /// `stop` could visit more than [`SCAN_FACTOR`]` · (entries + 64)` cells:
+    /// queries then scan the stored elements instead, so a query costs at
+    /// most `O(SCAN_FACTOR · entries + C + N)` whatever its box.
+    ///
+    /// The bound per level is the cells of the range at that level; in
+    /// hierarchical hashing also at most the children of the buckets written
+    /// this step (only those can be flagged).
+    #[inline(always)]
+    fn too_many_cells(&self, lo: &[i32; 3], hi: &[i32; 3], stop: u32) -> bool {
+        self.walk_exceeds(lo, hi, stop, SCAN_FACTOR * (self.used as u64 + 64))
+    }
+
+    /// `true` if the walk's cell bound (see
+    /// [`too_many_cells`](Self::too_many_cells)) exceeds `limit`.
+    fn walk_exceeds(&self, lo: &[i32; 3], hi: &[i32; 3], stop: u32, limit: u64) -> bool {
+        let mut total = 0u64;
+        let mut above = 0u32;
+        for i in 0..self.n_levels as usize {
+            let l = self.order[i] as u32;
+            if l < stop {
+                break;
+            }
+            let mut here = cell_count::<B::Point>(lo, hi, l);
+            if S::HIERARCHICAL && i > 0 {
+                let fan = (above - l) as u64 * B::Point::DIM as u64;
+                let children = if fan >= 63 { u64::MAX } else { 1u64 << fan };
+                here = here.min((self.written as u64).saturating_mul(children));
+            }
+            above = l;
+            total = total.saturating_add(here);
+            if total > limit {
+                return true;
+            }
+        }
+        false
+    }
+
     /// Entries of bucket `b` (current step).
     #[inline(always)]
     fn entries(&self, b: usize) -> EntryIter<'_> {
@@ -1053,6 +1106,23 @@ where
     ) {
         let (lo, hi) = self.config.query_range(q);
         let slots = self.slots.as_ref();
+        if self.too_many_cells(&lo, &hi, stop) {
+            // Scanning the slots is cheaper than walking the cells.
+            for (id, s) in slots.iter().enumerate() {
+                let id = id as u32;
+                if s.level == EMPTY_LEVEL || s.level < stop {
+                    continue;
+                }
+                let hit = match mode {
+                    Candidates::Raw => true,
+                    Candidates::Exact => keep(id, s.level) && s.aabb.overlaps(q),
+                };
+                if hit {
+                    f(id);
+                }
+            }
+            return;
+        }
         self.traverse(&lo, &hi, stop, |li, cell, _key, b| {
             let l = self.order[li as usize] as u32;
             let mut prev = NONE;
@@ -1135,7 +1205,8 @@ where
     /// holds data of the current step), in visiting order.
     ///
     /// # Errors
-    /// [`Error::NonFinite`], [`Error::InvertedBox`].
+    /// [`Error::NonFinite`], [`Error::InvertedBox`]; [`Error::OutOfRange`]
+    /// when the walk could visit more than [`INSPECT_LIMIT`] cells.
     pub fn for_each_visited_cell<F: FnMut(CellVisit)>(
         &mut self,
         q: &B,
@@ -1144,6 +1215,9 @@ where
         q.check()?;
         self.refresh();
         let (lo, hi) = self.config.query_range(q);
+        if self.walk_exceeds(&lo, &hi, 0, INSPECT_LIMIT) {
+            return Err(Error::OutOfRange);
+        }
         let table = self.table.as_ref();
         self.traverse(&lo, &hi, 0, |li, cell, key, b| {
             f(CellVisit {
@@ -1194,12 +1268,16 @@ where
     /// Counts the work of querying box `q` (see [`QueryCounts`]).
     ///
     /// # Errors
-    /// [`Error::NonFinite`], [`Error::InvertedBox`].
+    /// [`Error::NonFinite`], [`Error::InvertedBox`]; [`Error::OutOfRange`]
+    /// when the walk could visit more than [`INSPECT_LIMIT`] cells.
     pub fn query_counts(&mut self, q: &B) -> Result<QueryCounts, Error> {
         q.check()?;
         self.refresh();
         let mut n = QueryCounts::default();
         let (lo, hi) = self.config.query_range(q);
+        if self.walk_exceeds(&lo, &hi, 0, INSPECT_LIMIT) {
+            return Err(Error::OutOfRange);
+        }
         let slots = self.slots.as_ref();
         self.traverse(&lo, &hi, 0, |li, cell, _, b| {
             n.cells += 1;
@@ -1327,8 +1405,17 @@ where
         let lo = B::Point::from_fn(|k| p.coord(k) - r);
         let hi = B::Point::from_fn(|k| p.coord(k) + r);
         let (clo, chi) = (self.config.base_cell(lo), self.config.base_cell(hi));
-        let parts = self.particles.as_ref();
+        let parts = &self.particles.as_ref()[..self.n_particles as usize];
         let r2 = r * r;
+        if self.too_many_cells(&clo, &chi, 0) {
+            for (j, q) in parts.iter().enumerate() {
+                let d2 = p.distance_squared(*q);
+                if d2 < r2 {
+                    f(j as u32, d2);
+                }
+            }
+            return;
+        }
         self.traverse(&clo, &chi, 0, |li, cell, _, b| {
             if li + 1 != self.n_levels {
                 return; // particles live at level 0 only

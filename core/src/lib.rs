@@ -23,9 +23,11 @@
 //! | [`HierarchicalHashGrid`] | `44C + 4A` | `36C + 4A` |
 //! | [`kdtree::LinearKdTree`] | `2R · r` | `2R · r` |
 //! | [`kdtree::KdBroadPhase`] | `24C + 2R · r` | `16C + 2R · r` |
+//! | [`hhash::HierarchicalHash`], [`hhash::MultilevelHash`] | `28C + 8T + 8E + 12N` | `20C + 8T + 8E + 8N` |
 //!
 //! (`T` table slots, `N` particles, `C` ids, `A` arena words, `R` kd-tree
-//! records of `r` = 8 / 16 / 32 bytes for `u32` / `u64` / `u128` codes.)
+//! records of `r` = 8 / 16 / 32 bytes for `u32` / `u64` / `u128` codes, `E`
+//! hash pool entries.)
 //!
 //! ## Traits
 //!
@@ -35,8 +37,10 @@
 //! [`HierarchicalHashGrid`] (the pe engine's hierarchical hash grid, boxes of
 //! any size, `O(1)` insert / update / remove), the linear kd-tree
 //! ([`kdtree::LinearKdTree`] built from a slice each step,
-//! [`kdtree::KdBroadPhase`] behind the trait) and [`BruteForceBroadPhase`]. Every structure also
-//! implements [`Validate`].
+//! [`kdtree::KdBroadPhase`] behind the trait), hierarchical and multilevel
+//! hashing ([`hhash`]: one fixed table for objects of every size and, in the
+//! hierarchical scheme, fluid particles too) and [`BruteForceBroadPhase`].
+//! Every structure also implements [`Validate`].
 //!
 //! ## Guarantees
 //!

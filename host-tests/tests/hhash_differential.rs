@@ -85,9 +85,16 @@ fn check_queries<S: Scheme, B: BoundingBox>(
             want.iter().all(|id| raw.binary_search(id).is_ok()),
             "{what}: raw candidates miss an overlapping box"
         );
-        let counts = h.query_counts(&q).unwrap();
-        assert_eq!(counts.exact as usize, want.len(), "{what}: counts.exact");
-        assert!(counts.raw >= counts.exact + counts.collisions, "{what}");
+        match h.query_counts(&q) {
+            Ok(counts) => {
+                assert_eq!(counts.exact as usize, want.len(), "{what}: counts.exact");
+                assert!(counts.raw >= counts.exact + counts.collisions, "{what}");
+            }
+            // The whole-scene box may cover more cells than the
+            // inspection walks allow (INSPECT_LIMIT).
+            Err(Error::OutOfRange) if k == 9 => {}
+            Err(e) => panic!("{what}: query_counts {e}"),
+        }
         // The shared-reference query of an up-to-date table agrees.
         let mut shared = Vec::new();
         h.candidates(&q, Candidates::Exact, |id| shared.push(id))

@@ -1,0 +1,564 @@
+//! Differential fuzzing of hierarchical and multilevel hashing
+//! (`spatium::hhash`) against a brute-force model, in 2D and 3D.
+//!
+//! The input decodes into a configuration — base size, class set (any 31-bit
+//! mask), origin, table length (1 to 4096 buckets: from "every key collides"
+//! to sparse), pool length (starved to ample) — and up to 48 operations over
+//! object ids `0..20` (capacity 16) and up to 16 particles, each applied to
+//! both schemes in the 2D or the 3D world: insert, update, remove, box
+//! query (exact, and raw candidates ⊇ exact), pairs, particle build
+//! (hierarchical only), rehash, clear, configuration change.
+//!
+//! Boxes are quarter-lattice boxes of power-of-two scales (they coincide and
+//! touch exactly, and their sizes span many classes) or copies of stored
+//! boxes, with coordinates optionally overridden by raw `f32` bits or special
+//! values (NaN, infinities, huge, subnormal, `-0.0`, values near the cell
+//! range limit). Every result is predicted: id errors, `NonFinite` /
+//! `InvertedBox` (either, when a box has both defects), `OutOfRange` (some
+//! stored coordinate 2³⁰ base cells or more from the origin; within a
+//! relative 10⁻⁵ of the limit either answer is accepted and the model
+//! follows), and `CapacityExceeded` from the pool arithmetic (entries per
+//! object from `HashConfig::entries_of`, which `validate()` checks against
+//! the cells). After every operation each structure is validated and
+//! compared with the model: `len`, `get` of every id bit for bit, the exact
+//! pair set, and (hierarchical) every neighbour pair.
+
+#![no_main]
+
+use arbitrary::Arbitrary;
+use libfuzzer_sys::fuzz_target;
+use spatium::hhash::{
+    Candidates, ClassHash, HashBucket, HashConfig, HashEntry, HashSlot, Hierarchical, Multilevel,
+    Scheme,
+};
+use spatium::{
+    Aabb2, Aabb3, BoundingBox, BroadPhase, Error, NeighborSearch, Point, Validate, Vec2, Vec3,
+};
+
+const IDS: u32 = 20;
+const CAP: usize = 16;
+const PARTS: usize = 16;
+const MAX_OPS: usize = 48;
+const BASES: [f32; 5] = [1.0, 0.25, 3.0, 1e-3, 1e4];
+const TABLES: [usize; 5] = [1, 16, 256, 4096, 2];
+const POOLS: [usize; 5] = [0, 8, 64, 512, 4096];
+const RADII: [f32; 5] = [1.0, 0.3, 2.5, 0.0, f32::NAN];
+const LIMIT: f64 = 1_073_741_824.0; // 2³⁰
+
+type H<S, B> = ClassHash<
+    S,
+    B,
+    Vec<HashSlot<B>>,
+    Vec<HashBucket>,
+    Vec<HashEntry>,
+    Vec<<B as BoundingBox>::Point>,
+>;
+
+#[derive(Arbitrary, Debug, Clone, Copy)]
+struct Lattice {
+    pe: i8,
+    pos: [i8; 3],
+    se: i8,
+    edge: [u8; 3],
+}
+
+#[derive(Arbitrary, Debug, Clone, Copy)]
+enum Value {
+    Raw(f32),
+    Special(u8),
+}
+
+const SPECIAL: [f32; 14] = [
+    0.0,
+    -0.0,
+    f32::NAN,
+    f32::INFINITY,
+    f32::NEG_INFINITY,
+    f32::MAX,
+    1e-40,
+    1e30,
+    -1e9,
+    1_073_741_824.0,
+    1_073_741_760.0,
+    -1_073_741_888.0,
+    0.5,
+    3.0e9,
+];
+
+#[derive(Arbitrary, Debug, Clone)]
+struct BoxIn {
+    lat: Lattice,
+    copy_of: Option<u8>,
+    over: Vec<(u8, Value)>,
+}
+
+#[derive(Arbitrary, Debug)]
+enum Op {
+    Insert(u8, BoxIn),
+    Update(u8, BoxIn),
+    Remove(u8),
+    Query(BoxIn),
+    Pairs,
+    Particles(Vec<Lattice>, u8),
+    Rehash,
+    Clear,
+    Reconfigure(u8, u32),
+}
+
+#[derive(Arbitrary, Debug)]
+struct Input {
+    base: u8,
+    levels: u32,
+    origin: [i8; 3],
+    table: u8,
+    pool: u8,
+    ops: Vec<(bool, Op)>,
+}
+
+trait TestBox: BoundingBox {
+    fn raw(lo: [f32; 3], hi: [f32; 3]) -> Self;
+}
+
+impl TestBox for Aabb3 {
+    fn raw(lo: [f32; 3], hi: [f32; 3]) -> Self {
+        Aabb3 {
+            min: Vec3::new(lo[0], lo[1], lo[2]),
+            max: Vec3::new(hi[0], hi[1], hi[2]),
+        }
+    }
+}
+
+impl TestBox for Aabb2 {
+    fn raw(lo: [f32; 3], hi: [f32; 3]) -> Self {
+        Aabb2 {
+            min: Vec2::new(lo[0], lo[1]),
+            max: Vec2::new(hi[0], hi[1]),
+        }
+    }
+}
+
+fn lattice(l: &Lattice) -> ([f32; 3], [f32; 3]) {
+    let unit = 0.25 * 2f32.powi(i32::from(l.pe.clamp(-8, 8)));
+    let step = 0.25 * 2f32.powi(i32::from(l.se.clamp(-10, 8)));
+    let mut lo = [0.0; 3];
+    let mut hi = [0.0; 3];
+    for k in 0..3 {
+        lo[k] = f32::from(l.pos[k]) * unit;
+        hi[k] = lo[k] + f32::from(l.edge[k] % 12) * step;
+    }
+    (lo, hi)
+}
+
+fn corners<B: BoundingBox>(b: &B) -> ([f32; 3], [f32; 3]) {
+    let d = B::Point::DIM;
+    let mut lo = [0.0; 3];
+    let mut hi = [0.0; 3];
+    for k in 0..d {
+        lo[k] = b.min().coord(k);
+        hi[k] = b.max().coord(k);
+    }
+    (lo, hi)
+}
+
+fn make_box<B: TestBox>(b: &BoxIn, model: &[Option<B>]) -> B {
+    let (mut lo, mut hi) = match b
+        .copy_of
+        .and_then(|i| model.get(i as usize).copied().flatten())
+    {
+        Some(s) => corners(&s),
+        None => lattice(&b.lat),
+    };
+    for (slot, v) in b.over.iter().take(3) {
+        let x = match v {
+            Value::Raw(x) => *x,
+            Value::Special(i) => SPECIAL[*i as usize % SPECIAL.len()],
+        };
+        let s = *slot as usize % 6;
+        if s < 3 {
+            lo[s] = x;
+        } else {
+            hi[s - 3] = x;
+        }
+    }
+    B::raw(lo, hi)
+}
+
+fn overlap<B: BoundingBox>(a: &B, b: &B) -> bool {
+    (0..B::Point::DIM)
+        .all(|k| a.min().coord(k) <= b.max().coord(k) && b.min().coord(k) <= a.max().coord(k))
+}
+
+fn same<B: BoundingBox>(a: &B, b: &B) -> bool {
+    corners(a).0.map(f32::to_bits) == corners(b).0.map(f32::to_bits)
+        && corners(a).1.map(f32::to_bits) == corners(b).1.map(f32::to_bits)
+}
+
+/// `Some(true)` if the box is in range, `Some(false)` if out, `None` if too
+/// close to the limit to tell.
+fn in_range<B: BoundingBox>(b: &B, cfg: &HashConfig<B::Point>) -> Option<bool> {
+    let mut verdict = Some(true);
+    for p in [b.min(), b.max()] {
+        for k in 0..B::Point::DIM {
+            let t = ((p.coord(k) as f64 - cfg.origin().coord(k) as f64) / cfg.base() as f64).abs();
+            if (t - LIMIT).abs() <= LIMIT * 1e-5 {
+                verdict = None;
+            } else if t > LIMIT {
+                return Some(false);
+            }
+        }
+    }
+    verdict
+}
+
+/// The validity error of a box, or `None`; `Err(())` if both defects are
+/// present (either error accepted).
+fn validity<B: BoundingBox>(b: &B) -> Result<Option<Error>, ()> {
+    let (lo, hi) = corners(b);
+    let d = B::Point::DIM;
+    let nonfinite = lo[..d].iter().chain(&hi[..d]).any(|x| !x.is_finite());
+    let inverted = (0..d).any(|k| lo[k] > hi[k]);
+    match (nonfinite, inverted) {
+        (true, true) => Err(()),
+        (true, false) => Ok(Some(Error::NonFinite)),
+        (false, true) => Ok(Some(Error::InvertedBox)),
+        (false, false) => Ok(None),
+    }
+}
+
+struct World<B: TestBox> {
+    hier: H<Hierarchical, B>,
+    multi: H<Multilevel, B>,
+    objects: Vec<Option<B>>,
+    particles: Vec<B::Point>,
+    radius: f32,
+    cfg: HashConfig<B::Point>,
+    pool: usize,
+}
+
+fn new_hash<S: Scheme, B: BoundingBox>(
+    cfg: HashConfig<B::Point>,
+    table: usize,
+    pool: usize,
+) -> H<S, B> {
+    ClassHash::new(
+        vec![HashSlot::EMPTY; CAP],
+        vec![HashBucket::EMPTY; table],
+        vec![HashEntry::EMPTY; pool],
+        vec![B::Point::default(); PARTS],
+        cfg,
+    )
+}
+
+impl<B: TestBox> World<B> {
+    fn new(cfg: HashConfig<B::Point>, table: usize, pool: usize) -> Self {
+        Self {
+            hier: new_hash(cfg, table, pool),
+            multi: new_hash(cfg, table, pool),
+            objects: vec![None; CAP],
+            particles: Vec::new(),
+            radius: 0.0,
+            cfg,
+            pool,
+        }
+    }
+
+    fn entries(&self, cfg: &HashConfig<B::Point>, skip: Option<usize>) -> u64 {
+        self.objects
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| Some(*i) != skip)
+            .filter_map(|(_, b)| *b)
+            .map(|b| cfg.entries_of(&b).expect("stored box in range"))
+            .sum::<u64>()
+            + self.particles.len() as u64
+    }
+
+    /// The predicted result of storing `b` under `id` (after id checks):
+    /// `Err(None)` when either outcome is acceptable.
+    fn predict_store(&self, b: &B, skip: Option<usize>) -> Result<Option<Error>, ()> {
+        if let Some(e) = validity(b)? {
+            return Ok(Some(e));
+        }
+        match in_range(b, &self.cfg) {
+            None => return Err(()),
+            Some(false) => return Ok(Some(Error::OutOfRange)),
+            Some(true) => {}
+        }
+        let need = self.cfg.entries_of(b).expect("in range");
+        if self.entries(&self.cfg, skip).saturating_add(need) > self.pool as u64 {
+            return Ok(Some(Error::CapacityExceeded {
+                capacity: self.pool,
+            }));
+        }
+        Ok(None)
+    }
+
+    fn check(&mut self) {
+        let want_pairs = {
+            let mut v = Vec::new();
+            for i in 0..CAP {
+                for j in i + 1..CAP {
+                    if let (Some(a), Some(b)) = (self.objects[i], self.objects[j])
+                        && overlap(&a, &b)
+                    {
+                        v.push((i as u32, j as u32));
+                    }
+                }
+            }
+            v
+        };
+        check_one(&mut self.hier, &self.objects, &want_pairs);
+        check_one(&mut self.multi, &self.objects, &want_pairs);
+        // Neighbour pairs.
+        let r2 = self.radius * self.radius;
+        let mut want = Vec::new();
+        for i in 0..self.particles.len() {
+            for j in i + 1..self.particles.len() {
+                let (a, b) = (self.particles[i], self.particles[j]);
+                let d2: f32 = (0..B::Point::DIM)
+                    .map(|k| (a.coord(k) - b.coord(k)).powi(2))
+                    .sum();
+                if d2 < r2 {
+                    want.push((i as u32, j as u32));
+                }
+            }
+        }
+        let mut got = Vec::new();
+        self.hier
+            .for_each_pair(|i, j, _| got.push((i.min(j), i.max(j))));
+        got.sort_unstable();
+        assert_eq!(got, want, "neighbour pairs");
+        assert_eq!(NeighborSearch::len(&self.hier), self.particles.len());
+    }
+
+    fn apply(&mut self, op: &Op) {
+        match op {
+            Op::Insert(id, bin) => {
+                let id = u32::from(*id) % IDS;
+                let b: B = make_box(bin, &self.objects);
+                let want = if id as usize >= CAP {
+                    Ok(Some(Error::IdOutOfRange { id }))
+                } else if let Err(()) | Ok(Some(_)) = validity(&b) {
+                    validity(&b)
+                } else if self.objects[id as usize].is_some() {
+                    Ok(Some(Error::DuplicateId { id }))
+                } else {
+                    self.predict_store(&b, None)
+                };
+                let got_h = self.hier.insert(id, b);
+                let got_m = self.multi.insert(id, b);
+                assert_eq!(got_h, got_m, "schemes disagree on insert");
+                match want {
+                    Ok(w) => assert_eq!(got_h.err(), w, "insert {id} {b:?}"),
+                    Err(()) => {}
+                }
+                if got_h.is_ok() {
+                    self.objects[id as usize] = Some(b);
+                }
+            }
+            Op::Update(id, bin) => {
+                let id = u32::from(*id) % IDS;
+                let b: B = make_box(bin, &self.objects);
+                let want = if id as usize >= CAP {
+                    Ok(Some(Error::IdOutOfRange { id }))
+                } else if self.objects[id as usize].is_none() {
+                    Ok(Some(Error::UnknownId { id }))
+                } else {
+                    self.predict_store(&b, Some(id as usize))
+                };
+                let got_h = self.hier.update(id, b);
+                let got_m = self.multi.update(id, b);
+                assert_eq!(got_h, got_m, "schemes disagree on update");
+                if let Ok(w) = want {
+                    assert_eq!(got_h.err(), w, "update {id} {b:?}");
+                }
+                if got_h.is_ok() {
+                    self.objects[id as usize] = Some(b);
+                }
+            }
+            Op::Remove(id) => {
+                let id = u32::from(*id) % IDS;
+                let stored = self.objects.get(id as usize).copied().flatten();
+                let (h, m) = (self.hier.remove(id), self.multi.remove(id));
+                match stored {
+                    Some(b) => {
+                        assert!(same(&h.unwrap(), &b) && same(&m.unwrap(), &b));
+                        self.objects[id as usize] = None;
+                    }
+                    None => {
+                        let e = if id as usize >= CAP {
+                            Error::IdOutOfRange { id }
+                        } else {
+                            Error::UnknownId { id }
+                        };
+                        assert_eq!((h.err(), m.err()), (Some(e), Some(e)));
+                    }
+                }
+            }
+            Op::Query(bin) => {
+                let q: B = make_box(bin, &self.objects);
+                let want: Vec<u32> = (0..CAP as u32)
+                    .filter(|&i| self.objects[i as usize].is_some_and(|b| overlap(&b, &q)))
+                    .collect();
+                let valid = validity(&q);
+                for got in [query(&mut self.hier, &q), query(&mut self.multi, &q)] {
+                    match valid {
+                        Ok(None) => assert_eq!(got, Ok(want.clone()), "query {q:?}"),
+                        Ok(Some(e)) => assert_eq!(got, Err(e)),
+                        Err(()) => assert!(got.is_err()),
+                    }
+                }
+                if valid == Ok(None) {
+                    let mut raw = Vec::new();
+                    self.hier
+                        .for_each_candidate(&q, Candidates::Raw, |id| raw.push(id))
+                        .unwrap();
+                    assert!(want.iter().all(|id| raw.contains(id)), "raw ⊉ exact");
+                }
+            }
+            Op::Pairs => {}
+            Op::Particles(pts, r) => {
+                let points: Vec<B::Point> = pts
+                    .iter()
+                    .take(PARTS + 2)
+                    .map(|l| {
+                        let (lo, _) = lattice(l);
+                        B::Point::from_fn(|k| lo[k])
+                    })
+                    .collect();
+                let radius = RADII[*r as usize % RADII.len()];
+                let got = self.hier.build(&points, radius);
+                let others = self.entries(&self.cfg, None) - self.particles.len() as u64;
+                let want = if !(radius > 0.0) {
+                    Some(Error::InvalidRadius)
+                } else if points.len() > PARTS {
+                    Some(Error::CapacityExceeded { capacity: PARTS })
+                } else if points
+                    .iter()
+                    .any(|p| in_range(&B::try_new(*p, *p).unwrap(), &self.cfg) == Some(false))
+                {
+                    Some(Error::OutOfRange)
+                } else if others + points.len() as u64 > self.pool as u64 {
+                    Some(Error::CapacityExceeded {
+                        capacity: self.pool,
+                    })
+                } else {
+                    None
+                };
+                assert_eq!(
+                    got.err(),
+                    want,
+                    "build {} particles r={radius}",
+                    points.len()
+                );
+                if got.is_ok() {
+                    self.particles = points;
+                    self.radius = radius;
+                }
+            }
+            Op::Rehash => {
+                // Every table length here is a power of two.
+                self.hier.rehash().unwrap();
+                self.multi.rehash().unwrap();
+            }
+            Op::Clear => {
+                self.hier.clear();
+                self.multi.clear();
+                self.objects = vec![None; CAP];
+                self.particles.clear();
+            }
+            Op::Reconfigure(b, l) => {
+                let base = BASES[*b as usize % BASES.len()];
+                let cfg = HashConfig::new(base, l & 0x7fff_ffff)
+                    .unwrap()
+                    .with_origin(self.cfg.origin())
+                    .unwrap();
+                let in_range_all = self
+                    .objects
+                    .iter()
+                    .flatten()
+                    .map(|b| in_range(b, &cfg))
+                    .chain(
+                        self.particles
+                            .iter()
+                            .map(|p| in_range(&B::try_new(*p, *p).unwrap(), &cfg)),
+                    )
+                    .try_fold(true, |acc, v| v.map(|v| acc && v));
+                let got_h = self.hier.set_config(cfg);
+                let got_m = self.multi.set_config(cfg);
+                assert_eq!(got_h, got_m);
+                match in_range_all {
+                    Some(false) => assert_eq!(got_h, Err(Error::OutOfRange)),
+                    Some(true) => {
+                        let want = if self.entries(&cfg, None) > self.pool as u64 {
+                            Err(Error::CapacityExceeded {
+                                capacity: self.pool,
+                            })
+                        } else {
+                            Ok(())
+                        };
+                        assert_eq!(got_h, want);
+                    }
+                    None => {}
+                }
+                if got_h.is_ok() {
+                    self.cfg = cfg;
+                }
+            }
+        }
+    }
+}
+
+fn query<S: Scheme, B: BoundingBox>(h: &mut H<S, B>, q: &B) -> Result<Vec<u32>, Error> {
+    let mut v = Vec::new();
+    h.query(q, |id| v.push(id))?;
+    v.sort_unstable();
+    Ok(v)
+}
+
+fn check_one<S: Scheme, B: BoundingBox>(
+    h: &mut H<S, B>,
+    objects: &[Option<B>],
+    want: &[(u32, u32)],
+) {
+    h.validate().unwrap();
+    assert_eq!(BroadPhase::len(h), objects.iter().flatten().count());
+    for id in 0..IDS {
+        match (h.get(id), objects.get(id as usize).copied().flatten()) {
+            (Some(a), Some(b)) => assert!(same(&a, &b)),
+            (None, None) => {}
+            other => panic!("get({id}): {other:?}"),
+        }
+    }
+    let mut got = Vec::new();
+    h.for_each_pair(|a, b| got.push((a.min(b), a.max(b))))
+        .unwrap();
+    got.sort_unstable();
+    assert_eq!(got, want, "{}", S::NAME);
+}
+
+fn run<B: TestBox>(input: &Input, three_d: bool) {
+    let base = BASES[input.base as usize % BASES.len()];
+    let origin = B::Point::from_fn(|k| f32::from(input.origin[k]) * 0.37);
+    let cfg = HashConfig::new(base, input.levels & 0x7fff_ffff)
+        .unwrap()
+        .with_origin(origin)
+        .unwrap();
+    let mut w = World::<B>::new(
+        cfg,
+        TABLES[input.table as usize % TABLES.len()],
+        POOLS[input.pool as usize % POOLS.len()],
+    );
+    for (d3, op) in input.ops.iter().take(MAX_OPS) {
+        if *d3 != three_d {
+            continue;
+        }
+        w.apply(op);
+        w.check();
+    }
+}
+
+fuzz_target!(|input: Input| {
+    run::<Aabb2>(&input, false);
+    run::<Aabb3>(&input, true);
+});
