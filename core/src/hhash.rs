@@ -118,9 +118,11 @@ const GOLDEN: u32 = 0x9E37_79B9;
 /// [`ClassHash::for_each_visited_cell`]) may visit (2²⁶).
 pub const INSPECT_LIMIT: u64 = 1 << 26;
 
-/// A query whose cell range could hold more than `SCAN_FACTOR · (entries +
-/// 64)` cells scans the stored elements instead of the cells.
-pub const SCAN_FACTOR: u64 = 64;
+/// A query whose walk could visit more than `SCAN_FACTOR · (C + N + 64)`
+/// cells (`C` object slots, `N` particles) scans the slots and particles
+/// instead: a cell visit (hash, random bucket read) costs several times a
+/// sequential slot test.
+pub const SCAN_FACTOR: u64 = 16;
 
 /// Table length for `elements` polygons or objects by the paper's guidance
 /// (§4.3): about 100 buckets each, rounded up to a power of two (at most
@@ -619,6 +621,9 @@ where
     used: u32,
     /// Buckets written (stamped) since the last rebuild.
     written: u32,
+    /// Levels holding at least one entry since the last rebuild (multilevel
+    /// queries skip the others).
+    occupied: u32,
     /// Entries the stored objects need.
     object_entries: u64,
     objects: u32,
@@ -668,6 +673,7 @@ where
             stamp: 0,
             used: 0,
             written: 0,
+            occupied: 0,
             object_entries: 0,
             objects: 0,
             n_particles: 0,
@@ -821,6 +827,7 @@ where
         }
         self.used = 0;
         self.written = 0;
+        self.occupied = 0;
     }
 
     /// The bucket, reset if it belongs to an older step.
@@ -868,6 +875,7 @@ where
             next: head,
         };
         self.used += 1;
+        self.occupied |= 1 << l;
     }
 
     /// Stores object `id` (its slot is filled) in every cell of its class.
@@ -1010,6 +1018,9 @@ where
                 if l < stop {
                     break;
                 }
+                if self.occupied & (1 << l) == 0 {
+                    continue; // a class with nothing stored
+                }
                 let (clo, chi) = (shr(lo, l), shr(hi, l));
                 let mut c = clo;
                 loop {
@@ -1027,16 +1038,17 @@ where
     }
 
     /// `true` if walking the base-cell range `[lo, hi]` down to level
-    /// `stop` could visit more than [`SCAN_FACTOR`]` · (entries + 64)` cells:
-    /// queries then scan the stored elements instead, so a query costs at
-    /// most `O(SCAN_FACTOR · entries + C + N)` whatever its box.
+    /// `stop` could visit more than [`SCAN_FACTOR`]` · (C + N + 64)` cells:
+    /// queries then scan the slots and particles instead, so a query costs
+    /// `O(SCAN_FACTOR · (C + N))` at most, whatever its box.
     ///
     /// The bound per level is the cells of the range at that level; in
     /// hierarchical hashing also at most the children of the buckets written
     /// this step (only those can be flagged).
     #[inline(always)]
     fn too_many_cells(&self, lo: &[i32; 3], hi: &[i32; 3], stop: u32) -> bool {
-        self.walk_exceeds(lo, hi, stop, SCAN_FACTOR * (self.used as u64 + 64))
+        let scan = self.slots.as_ref().len() as u64 + self.n_particles as u64 + 64;
+        self.walk_exceeds(lo, hi, stop, SCAN_FACTOR.saturating_mul(scan))
     }
 
     /// `true` if the walk's cell bound (see
@@ -1048,6 +1060,9 @@ where
             let l = self.order[i] as u32;
             if l < stop {
                 break;
+            }
+            if !S::HIERARCHICAL && self.occupied & (1 << l) == 0 {
+                continue;
             }
             let mut here = cell_count::<B::Point>(lo, hi, l);
             if S::HIERARCHICAL && i > 0 {
@@ -1776,6 +1791,11 @@ where
             let l = s.level;
             let li = self.level_index(l);
             ensure(li.is_some(), w, "object class in use")?;
+            ensure(
+                self.occupied & (1 << l) != 0,
+                w,
+                "object's class marked occupied",
+            )?;
             let li = li.unwrap_or(0);
             let (lo, hi) = self.config.query_range(&s.aabb);
             let (lo, hi) = (shr(&lo, l), shr(&hi, l));
@@ -1787,6 +1807,11 @@ where
                 }
             }
         }
+        ensure(
+            self.n_particles == 0 || self.occupied & 1 != 0,
+            w,
+            "particles' class marked occupied",
+        )?;
         for i in 0..self.n_particles {
             let c = self.config.base_cell(self.particles.as_ref()[i as usize]);
             self.check_cell(self.n_levels - 1, &c, i | PARTICLE)?;

@@ -41,7 +41,7 @@ const PARTS: usize = 16;
 const MAX_OPS: usize = 48;
 const BASES: [f32; 5] = [1.0, 0.25, 3.0, 1e-3, 1e4];
 const TABLES: [usize; 5] = [1, 16, 256, 4096, 2];
-const POOLS: [usize; 5] = [0, 8, 64, 512, 4096];
+const POOLS: [usize; 5] = [0, 8, 64, 512, 1024];
 const RADII: [f32; 5] = [1.0, 0.3, 2.5, 0.0, f32::NAN];
 const LIMIT: f64 = 1_073_741_824.0; // 2³⁰
 
