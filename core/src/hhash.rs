@@ -619,8 +619,6 @@ where
     stamp: u32,
     /// Pool entries written since the last rebuild.
     used: u32,
-    /// Buckets written (stamped) since the last rebuild.
-    written: u32,
     /// Levels holding at least one entry since the last rebuild (multilevel
     /// queries skip the others).
     occupied: u32,
@@ -672,7 +670,6 @@ where
             shift: 32,
             stamp: 0,
             used: 0,
-            written: 0,
             occupied: 0,
             object_entries: 0,
             objects: 0,
@@ -826,7 +823,6 @@ where
             self.stamp = 1;
         }
         self.used = 0;
-        self.written = 0;
         self.occupied = 0;
     }
 
@@ -840,7 +836,6 @@ where
                 tag: stamp,
                 head: NONE,
             };
-            self.written += 1;
         }
         bucket
     }
@@ -947,12 +942,26 @@ where
         lo: &[i32; 3],
         hi: &[i32; 3],
         stop: u32,
-        mut visit: V,
+        visit: V,
     ) {
+        self.walk(lo, hi, stop, u64::MAX, visit);
+    }
+
+    /// [`traverse`](Self::traverse), stopping after `budget` enumerated
+    /// cells; `false` if it stopped early.
+    #[inline(always)]
+    fn walk<V: FnMut(u32, &[i32; 3], u32, usize)>(
+        &self,
+        lo: &[i32; 3],
+        hi: &[i32; 3],
+        stop: u32,
+        mut budget: u64,
+        mut visit: V,
+    ) -> bool {
         let table = self.table.as_ref();
         let stamp = self.stamp;
         if stamp == 0 {
-            return; // never used: nothing stored, the table unchecked
+            return true; // never used: nothing stored, the table unchecked
         }
         if S::HIERARCHICAL {
             let mut stack = [FRAME0; 32];
@@ -974,6 +983,10 @@ where
                     depth -= 1;
                     continue;
                 }
+                if budget == 0 {
+                    return false;
+                }
+                budget -= 1;
                 let fr = stack[f];
                 let cell = fr.cur;
                 done[f] = !advance::<B::Point>(&mut stack[f].cur, &fr.lo, &fr.hi);
@@ -1024,6 +1037,10 @@ where
                 let (clo, chi) = (shr(lo, l), shr(hi, l));
                 let mut c = clo;
                 loop {
+                    if budget == 0 {
+                        return false;
+                    }
+                    budget -= 1;
                     let key = Self::h(&c, l);
                     let b = self.bucket_of(key);
                     if table[b].tag & STAMP_MASK == stamp {
@@ -1035,27 +1052,25 @@ where
                 }
             }
         }
+        true
     }
 
     /// `true` if walking the base-cell range `[lo, hi]` down to level
-    /// `stop` could visit more than [`SCAN_FACTOR`]` · (C + N + 64)` cells:
-    /// queries then scan the slots and particles instead, so a query costs
-    /// `O(SCAN_FACTOR · (C + N))` at most, whatever its box.
-    ///
-    /// The bound per level is the cells of the range at that level; in
-    /// hierarchical hashing also at most the children of the buckets written
-    /// this step (only those can be flagged).
+    /// `stop` would enumerate more than [`SCAN_FACTOR`]` · (C + N + 64)`
+    /// cells: queries then scan the slots and particles instead, so a query
+    /// costs `O(SCAN_FACTOR · (C + N))` at most, whatever its box and
+    /// however many keys collide.
     #[inline(always)]
     fn too_many_cells(&self, lo: &[i32; 3], hi: &[i32; 3], stop: u32) -> bool {
         let scan = self.slots.as_ref().len() as u64 + self.n_particles as u64 + 64;
         self.walk_exceeds(lo, hi, stop, SCAN_FACTOR.saturating_mul(scan))
     }
 
-    /// `true` if the walk's cell bound (see
-    /// [`too_many_cells`](Self::too_many_cells)) exceeds `limit`.
+    /// `true` if the walk would enumerate more than `limit` cells. Cheap when
+    /// the cells of the range at every level fit the limit; otherwise (only
+    /// hierarchical hashing can prune below that) a dry walk counts.
     fn walk_exceeds(&self, lo: &[i32; 3], hi: &[i32; 3], stop: u32, limit: u64) -> bool {
         let mut total = 0u64;
-        let mut above = 0u32;
         for i in 0..self.n_levels as usize {
             let l = self.order[i] as u32;
             if l < stop {
@@ -1064,19 +1079,12 @@ where
             if !S::HIERARCHICAL && self.occupied & (1 << l) == 0 {
                 continue;
             }
-            let mut here = cell_count::<B::Point>(lo, hi, l);
-            if S::HIERARCHICAL && i > 0 {
-                let fan = (above - l) as u64 * B::Point::DIM as u64;
-                let children = if fan >= 63 { u64::MAX } else { 1u64 << fan };
-                here = here.min((self.written as u64).saturating_mul(children));
-            }
-            above = l;
-            total = total.saturating_add(here);
-            if total > limit {
-                return true;
-            }
+            total = total.saturating_add(cell_count::<B::Point>(lo, hi, l));
         }
-        false
+        if total <= limit {
+            return false;
+        }
+        !S::HIERARCHICAL || !self.walk(lo, hi, stop, limit, |_, _, _, _| {})
     }
 
     /// Entries of bucket `b` (current step).
