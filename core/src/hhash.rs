@@ -576,8 +576,12 @@ const FRAME0: Frame = Frame {
 
 /// Hierarchical ([`Hierarchical`]) or multilevel ([`Multilevel`]) hashing
 /// over caller buffers: objects by id ([`BroadPhase`]) and particles
-/// ([`NeighborSearch`], hierarchical scheme) in one table. See the
-/// [module](self) docs.
+/// ([`NeighborSearch`]) in one table. See the [module](self) docs.
+///
+/// Particles live in class 0. Hierarchical hashing reaches their cells
+/// through the classes above (pruning empty space, Listing 3); multilevel
+/// hashing reads class 0 directly, which is uniform hashing (the paper's
+/// footnote to §4.1).
 ///
 /// # Example
 ///
@@ -1430,6 +1434,37 @@ where
         let (clo, chi) = (self.config.base_cell(lo), self.config.base_cell(hi));
         let parts = &self.particles.as_ref()[..self.n_particles as usize];
         let r2 = r * r;
+        let report = |j: u32, cell: &[i32; 3], f: &mut F| {
+            let q = parts[j as usize];
+            let d2 = p.distance_squared(q);
+            // A particle is reported from its own cell only (a bucket shared
+            // by two probed cells is read twice).
+            if d2 < r2 && self.config.base_cell(q) == *cell {
+                f(j, d2);
+            }
+        };
+        if !S::HIERARCHICAL && !self.too_many_cells(&clo, &chi, 0) {
+            // Multilevel: particles live in class 0 alone, whose cells are
+            // keyed by their own hash (uniform hashing, the paper's §2.1).
+            if self.stamp == 0 || self.occupied & 1 == 0 {
+                return;
+            }
+            let table = self.table.as_ref();
+            let mut c = clo;
+            loop {
+                let b = self.bucket_of(Self::h(&c, 0));
+                if table[b].tag & STAMP_MASK == self.stamp {
+                    for id in self.entries(b) {
+                        if id & PARTICLE != 0 {
+                            report(id & !PARTICLE, &c, &mut f);
+                        }
+                    }
+                }
+                if !advance::<B::Point>(&mut c, &clo, &chi) {
+                    return;
+                }
+            }
+        }
         if self.too_many_cells(&clo, &chi, 0) {
             for (j, q) in parts.iter().enumerate() {
                 let d2 = p.distance_squared(*q);
@@ -1444,16 +1479,8 @@ where
                 return; // particles live at level 0 only
             }
             for id in self.entries(b) {
-                if id & PARTICLE == 0 {
-                    continue;
-                }
-                let j = id & !PARTICLE;
-                let q = parts[j as usize];
-                let d2 = p.distance_squared(q);
-                // A particle is reported from its own cell only (a bucket
-                // shared by two probed cells is read twice).
-                if d2 < r2 && self.config.base_cell(q) == *cell {
-                    f(j, d2);
+                if id & PARTICLE != 0 {
+                    report(id & !PARTICLE, cell, &mut f);
                 }
             }
         });
@@ -1555,8 +1582,9 @@ where
     }
 }
 
-impl<B, Sl, Bk, En, Pt> NeighborSearch<B::Point> for ClassHash<Hierarchical, B, Sl, Bk, En, Pt>
+impl<S, B, Sl, Bk, En, Pt> NeighborSearch<B::Point> for ClassHash<S, B, Sl, Bk, En, Pt>
 where
+    S: Scheme,
     B: BoundingBox,
     Sl: Storage<HashSlot<B>>,
     Bk: Storage<HashBucket>,

@@ -38,8 +38,8 @@
 //! any size, `O(1)` insert / update / remove), the linear kd-tree
 //! ([`kdtree::LinearKdTree`] built from a slice each step,
 //! [`kdtree::KdBroadPhase`] behind the trait), hierarchical and multilevel
-//! hashing ([`hhash`]: one fixed table for objects of every size and, in the
-//! hierarchical scheme, fluid particles too) and [`BruteForceBroadPhase`].
+//! hashing ([`hhash`]: one fixed table for objects of every size and for
+//! fluid particles) and [`BruteForceBroadPhase`].
 //! Every structure also implements [`Validate`].
 //!
 //! ## Guarantees

@@ -6,8 +6,8 @@
 //! to sparse), pool length (starved to ample) — and up to 48 operations over
 //! object ids `0..20` (capacity 16) and up to 16 particles, each applied to
 //! both schemes in the 2D or the 3D world: insert, update, remove, box
-//! query (exact, and raw candidates ⊇ exact), pairs, particle build
-//! (hierarchical only), rehash, clear, configuration change.
+//! query (exact, and raw candidates ⊇ exact), pairs, particle build,
+//! rehash, clear, configuration change.
 //!
 //! Boxes are quarter-lattice boxes of power-of-two scales (they coincide and
 //! touch exactly, and their sizes span many classes) or copies of stored
@@ -21,7 +21,7 @@
 //! object from `HashConfig::entries_of`, which `validate()` checks against
 //! the cells). After every operation each structure is validated and
 //! compared with the model: `len`, `get` of every id bit for bit, the exact
-//! pair set, and (hierarchical) every neighbour pair.
+//! pair set, and every neighbour pair.
 
 #![no_main]
 
@@ -323,12 +323,11 @@ impl<B: TestBox> World<B> {
                 }
             }
         }
-        let mut got = Vec::new();
-        self.hier
-            .for_each_pair(|i, j, _| got.push((i.min(j), i.max(j))));
-        got.sort_unstable();
-        assert_eq!(got, want, "neighbour pairs");
+        for got in [neighbour_pairs(&self.hier), neighbour_pairs(&self.multi)] {
+            assert_eq!(got, want, "neighbour pairs");
+        }
         assert_eq!(NeighborSearch::len(&self.hier), self.particles.len());
+        assert_eq!(NeighborSearch::len(&self.multi), self.particles.len());
     }
 
     fn apply(&mut self, op: &Op) {
@@ -428,6 +427,7 @@ impl<B: TestBox> World<B> {
                     .collect();
                 let radius = RADII[*r as usize % RADII.len()];
                 let got = self.hier.build(&points, radius);
+                assert_eq!(got, self.multi.build(&points, radius), "schemes disagree on build");
                 let others = self.entries(&self.cfg, None) - self.particles.len() as u64;
                 let want = if !(radius > 0.0) {
                     Some(Error::InvalidRadius)
@@ -507,6 +507,13 @@ impl<B: TestBox> World<B> {
             }
         }
     }
+}
+
+fn neighbour_pairs<S: Scheme, B: BoundingBox>(h: &H<S, B>) -> Vec<(u32, u32)> {
+    let mut got = Vec::new();
+    h.for_each_pair(|i, j, _| got.push((i.min(j), i.max(j))));
+    got.sort_unstable();
+    got
 }
 
 fn query<S: Scheme, B: BoundingBox>(h: &mut H<S, B>, q: &B) -> Result<Vec<u32>, Error> {

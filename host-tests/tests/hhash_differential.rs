@@ -2,7 +2,8 @@
 //! scenario and the paper's distributions, several class sets and table
 //! lengths (down to a 64-bucket table where almost every key collides),
 //! moving boxes, removals, queries (raw ⊇ exact = brute force), neighbour
-//! search on every point scenario, particles and objects sharing one table,
+//! search on every point scenario (both schemes), particles and objects
+//! sharing one table,
 //! and bad input. `validate()` runs after every step.
 
 use spatium::hhash::{Candidates, HashConfig, Hierarchical, Multilevel, Scheme};
@@ -180,7 +181,7 @@ fn run_boxes<S: Scheme, B: BoundingBox>(
         check_pairs(&mut h, &model, &w);
         check_queries(&mut h, &model, &mut rng, &w);
     }
-    assert_eq!(h.len(), model.iter().flatten().count());
+    assert_eq!(BroadPhase::len(&h), model.iter().flatten().count());
 }
 
 fn all_box_scenarios<S: Scheme, B: BoundingBox>(n: usize) {
@@ -329,6 +330,10 @@ fn nns_scenarios<B: BoundingBox>(n: usize) {
             h.build(&sc.points, sc.radius).unwrap();
             h.validate().unwrap_or_else(|e| panic!("{what}: {e}"));
             check_nns(&h, &sc.points, sc.radius, &what);
+            let mut m = make::class_hash::<Multilevel, B>(0, table, np, np, cfg);
+            m.build(&sc.points, sc.radius).unwrap();
+            m.validate().unwrap_or_else(|e| panic!("{what}: {e}"));
+            check_nns(&m, &sc.points, sc.radius, &format!("{what} multilevel"));
         }
     }
 }
@@ -380,6 +385,19 @@ fn particles_and_objects_share_one_table() {
         h.build(&particles[..600], r).unwrap();
         check_nns(&h, &particles[..600], r, "mixed nns 3");
         assert_eq!(BroadPhase::len(&h), 150);
+        // Multilevel hashing shares its table the same way.
+        let mut m = make::class_hash::<Multilevel, Aabb3>(150, table, entries, 1200, cfg);
+        for (i, b) in boxes.iter().enumerate() {
+            m.insert(i as u32, *b).unwrap();
+        }
+        m.build(&particles, r).unwrap();
+        m.validate().unwrap();
+        check_nns(&m, &particles, r, "mixed nns multilevel");
+        assert_same_pairs(
+            &collect_box_pairs(&mut m),
+            &overlapping_pairs(&boxes),
+            "mixed bp multilevel",
+        );
     }
 }
 

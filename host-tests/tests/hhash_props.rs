@@ -202,8 +202,7 @@ fn check_particles<B: TestBox>(h: &VecClassHash<Hierarchical, B>, m: &Model<B>) 
     Ok(())
 }
 
-/// Runs `ops` on one structure; `particles` is `Some` for the hierarchical
-/// scheme (neighbour search).
+/// Runs `ops` on one structure.
 fn run<S: Scheme, B: TestBox>(
     ops: &[Op],
     base: usize,
