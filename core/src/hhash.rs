@@ -555,25 +555,6 @@ pub struct HashStats {
     pub per_level: [u32; 32],
 }
 
-/// One stack frame of the hierarchical descent: a range of cells at one
-/// level under one parent key.
-#[derive(Clone, Copy)]
-struct Frame {
-    li: u32,
-    lo: [i32; 3],
-    hi: [i32; 3],
-    cur: [i32; 3],
-    key: u32,
-}
-
-const FRAME0: Frame = Frame {
-    li: 0,
-    lo: [0; 3],
-    hi: [0; 3],
-    cur: [0; 3],
-    key: 0,
-};
-
 /// Hierarchical ([`Hierarchical`]) or multilevel ([`Multilevel`]) hashing
 /// over caller buffers: objects by id ([`BroadPhase`]) and particles
 /// ([`NeighborSearch`]) in one table. See the [module](self) docs.
@@ -968,65 +949,53 @@ where
             return true; // never used: nothing stored, the table unchecked
         }
         if S::HIERARCHICAL {
-            let mut stack = [FRAME0; 32];
-            let top = self.order[0] as u32;
-            let (tlo, thi) = (shr(lo, top), shr(hi, top));
-            stack[0] = Frame {
-                li: 0,
-                lo: tlo,
-                hi: thi,
-                cur: tlo,
-                key: 0,
-            };
-            let mut depth = 1usize;
-            let mut done = [false; 32];
-            while depth > 0 {
-                let f = depth - 1;
-                if done[f] {
-                    done[f] = false;
-                    depth -= 1;
-                    continue;
-                }
+            // Depth-first, no recursion: `cur[d]` is the cell being visited
+            // at the `d`-th level of `order`, `keys[d]` the key of its
+            // parent. A level's range (the children of `cur[d - 1]` that
+            // the query overlaps) is recomputed when the cell advances.
+            let mut deepest = 0usize;
+            while deepest + 1 < self.n_levels as usize && self.order[deepest + 1] as u32 >= stop {
+                deepest += 1;
+            }
+            let mut cur = [[0i32; 3]; 32];
+            let mut keys = [0u32; 32];
+            cur[0] = shr(lo, self.order[0] as u32);
+            let mut d = 0usize;
+            loop {
                 if budget == 0 {
                     return false;
                 }
                 budget -= 1;
-                let fr = stack[f];
-                let cell = fr.cur;
-                done[f] = !advance::<B::Point>(&mut stack[f].cur, &fr.lo, &fr.hi);
-                let l = self.order[fr.li as usize] as u32;
-                let key = fr.key.wrapping_add(Self::h(&cell, l));
+                let l = self.order[d] as u32;
+                let cell = cur[d];
+                let key = keys[d].wrapping_add(Self::h(&cell, l));
                 let b = self.bucket_of(key);
                 let tag = table[b].tag;
-                if tag & STAMP_MASK != stamp {
-                    continue;
-                }
-                visit(fr.li, &cell, key, b);
-                let li2 = fr.li + 1;
-                if tag & FLAG != 0 && li2 < self.n_levels {
-                    let l2 = self.order[li2 as usize] as u32;
-                    if l2 < stop {
+                if tag & STAMP_MASK == stamp {
+                    visit(d as u32, &cell, key, b);
+                    if tag & FLAG != 0 && d < deepest {
+                        let (clo, _) = self.child_range(lo, hi, &cell, d);
+                        d += 1;
+                        cur[d] = clo;
+                        keys[d] = key;
                         continue;
                     }
-                    let d = l - l2;
-                    let (qlo, qhi) = (shr(lo, l2), shr(hi, l2));
-                    let mut clo = [0; 3];
-                    let mut chi = [0; 3];
-                    for k in 0..3 {
-                        let first = (cell[k] as i64) << d;
-                        let last = ((cell[k] as i64 + 1) << d) - 1;
-                        clo[k] = first.max(qlo[k] as i64) as i32;
-                        chi[k] = last.min(qhi[k] as i64) as i32;
-                    }
-                    stack[depth] = Frame {
-                        li: li2,
-                        lo: clo,
-                        hi: chi,
-                        cur: clo,
-                        key,
+                }
+                // Next cell: advance at this depth, popping finished levels.
+                loop {
+                    let (rlo, rhi) = if d == 0 {
+                        let top = self.order[0] as u32;
+                        (shr(lo, top), shr(hi, top))
+                    } else {
+                        self.child_range(lo, hi, &cur[d - 1], d - 1)
                     };
-                    done[depth] = false;
-                    depth += 1;
+                    if advance::<B::Point>(&mut cur[d], &rlo, &rhi) {
+                        break;
+                    }
+                    if d == 0 {
+                        return true;
+                    }
+                    d -= 1;
                 }
             }
         } else {
@@ -1074,6 +1043,10 @@ where
     /// the cells of the range at every level fit the limit; otherwise (only
     /// hierarchical hashing can prune below that) a dry walk counts.
     fn walk_exceeds(&self, lo: &[i32; 3], hi: &[i32; 3], stop: u32, limit: u64) -> bool {
+        // Quick accept: the finest level has the most cells.
+        if cell_count::<B::Point>(lo, hi, stop).saturating_mul(self.n_levels as u64) <= limit {
+            return false;
+        }
         let mut total = 0u64;
         for i in 0..self.n_levels as usize {
             let l = self.order[i] as u32;
@@ -1089,6 +1062,31 @@ where
             return false;
         }
         !S::HIERARCHICAL || !self.walk(lo, hi, stop, limit, |_, _, _, _| {})
+    }
+
+    /// The cells of level `order[d + 1]` inside `parent` (a cell of level
+    /// `order[d]`) that the base-cell range `[lo, hi]` overlaps (never
+    /// empty when `parent` overlaps the range).
+    #[inline(always)]
+    fn child_range(
+        &self,
+        lo: &[i32; 3],
+        hi: &[i32; 3],
+        parent: &[i32; 3],
+        d: usize,
+    ) -> ([i32; 3], [i32; 3]) {
+        let l = self.order[d] as u32;
+        let l2 = self.order[d + 1] as u32;
+        let fan = l - l2;
+        let mut clo = [0; 3];
+        let mut chi = [0; 3];
+        for k in 0..B::Point::DIM {
+            let first = (parent[k] as i64) << fan;
+            let last = ((parent[k] as i64 + 1) << fan) - 1;
+            clo[k] = first.max((lo[k] >> l2) as i64) as i32;
+            chi[k] = last.min((hi[k] >> l2) as i64) as i32;
+        }
+        (clo, chi)
     }
 
     /// Entries of bucket `b` (current step).
