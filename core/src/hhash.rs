@@ -353,7 +353,7 @@ impl<P: Point> HashConfig<P> {
         let mut c = [0; 3];
         for (k, ck) in c.iter_mut().enumerate().take(P::DIM) {
             let t = (p.coord(k) - self.origin.coord(k)) * self.inv_base;
-            if !(t.abs() < MAX_CELL) {
+            if t.is_nan() || t.abs() >= MAX_CELL {
                 return Err(Error::OutOfRange);
             }
             *ck = floor_i32(t);

@@ -538,8 +538,8 @@ fn run_time_sizes_map_to_the_nearest_greater_class() {
 /// `20C + 8T + 8E + 8N` in 2D.
 #[test]
 fn memory_formula() {
+    use core::mem::size_of;
     use spatium::hhash::{HashBucket, HashEntry, HashSlot};
-    use std::mem::size_of;
     assert_eq!(size_of::<HashSlot<Aabb3>>(), 28);
     assert_eq!(size_of::<HashSlot<Aabb2>>(), 20);
     assert_eq!(size_of::<HashBucket>(), 8);

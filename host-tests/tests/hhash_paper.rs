@@ -30,15 +30,20 @@ fn table<S: Scheme>() -> VecClassHash<S, Aabb2> {
     make::class_hash::<S, Aabb2>(8, 1 << 16, 64, 0, config())
 }
 
+/// A cell as (level, integer coordinates).
+type Cell = (u32, [i32; 3]);
+/// An expected cell: where, its ids, its `hasChildren` flag.
+type Expected = (Cell, &'static [u32], bool);
+
 /// The world-unit corner of the paper's notation to (level, cell).
-fn cell(level: u32, x: i32, y: i32) -> (u32, [i32; 3]) {
+fn cell(level: u32, x: i32, y: i32) -> Cell {
     (level, [x >> level, y >> level, 0])
 }
 
 /// `(ids, hasChildren)` of a cell, or `None` if its bucket is unwritten.
 fn contents<S: Scheme>(
     h: &mut VecClassHash<S, Aabb2>,
-    (level, c): (u32, [i32; 3]),
+    (level, c): Cell,
 ) -> Option<(Vec<u32>, bool)> {
     let mut ids = Vec::new();
     let flag = h.cell_contents(level, c, |id| ids.push(id))?;
@@ -64,7 +69,7 @@ fn fig2<S: Scheme>() -> VecClassHash<S, Aabb2> {
 #[test]
 fn fig2_multilevel_cells() {
     let mut h = fig2::<Multilevel>();
-    let want: &[((u32, [i32; 3]), &[u32])] = &[
+    let want: &[(Cell, &[u32])] = &[
         (cell(2, 0, 0), &[A]),
         (cell(1, 2, 0), &[C]),
         (cell(2, 4, 0), &[A]),
@@ -95,7 +100,7 @@ fn fig2_multilevel_cells() {
 #[test]
 fn fig2_hierarchical_cells_and_flags() {
     let mut h = fig2::<Hierarchical>();
-    let want: &[((u32, [i32; 3]), &[u32], bool)] = &[
+    let want: &[Expected] = &[
         (cell(2, 0, 0), &[A], true),
         (cell(1, 2, 0), &[C], false),
         (cell(2, 4, 0), &[A], true),
@@ -165,7 +170,7 @@ fn fig3<S: Scheme>() -> VecClassHash<S, Aabb2> {
 #[test]
 fn fig3_moving_objects_cells() {
     let mut h = fig3::<Hierarchical>();
-    let want: &[((u32, [i32; 3]), &[u32], bool)] = &[
+    let want: &[Expected] = &[
         (cell(2, 0, 0), &[A], false),
         (cell(2, 4, 0), &[A], true),
         (cell(2, 0, 4), &[A], false),

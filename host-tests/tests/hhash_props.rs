@@ -314,7 +314,7 @@ fn run<S: Scheme, B: TestBox>(
                 let Some(got) = nns(&mut h, &points, radius) else {
                     continue;
                 };
-                let want = if !(radius > 0.0) {
+                let want = if radius.is_nan() || radius <= 0.0 {
                     Some(Error::InvalidRadius)
                 } else if points.len() > PARTS {
                     Some(Error::CapacityExceeded { capacity: PARTS })
