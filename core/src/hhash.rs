@@ -62,7 +62,7 @@
 //!
 //! | buffer | bytes (3D) | bytes (2D) |
 //! |---|---|---|
-//! | slots | `28C` | `20C` |
+//! | slots | `40C` | `32C` |
 //! | table | `8T` | `8T` |
 //! | entries | `8E` | `8E` |
 //! | particles | `12N` | `8N` |
@@ -433,14 +433,16 @@ fn cell_hash<P: Point>(c: &[i32; 3]) -> u32 {
     P::cell_hash(P::cell_from_fn(|k| c[k]))
 }
 
-/// One object id's slot: its box and its class level (`u32::MAX` when the
-/// id is not stored).
+/// One object id's slot: its box, its class level (`u32::MAX` when the id
+/// is not stored) and the base cell of its lower corner (so that the
+/// exact-mode filter is integer arithmetic).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct HashSlot<B> {
     aabb: B,
     level: u32,
+    lo: [i32; 3],
 }
 
 impl<B: BoundingBox> HashSlot<B> {
@@ -448,7 +450,16 @@ impl<B: BoundingBox> HashSlot<B> {
     pub const EMPTY: Self = Self {
         aabb: B::NAN,
         level: EMPTY_LEVEL,
+        lo: [0; 3],
     };
+
+    fn new(aabb: B, config: &HashConfig<B::Point>) -> Self {
+        Self {
+            aabb,
+            level: config.class_of(&aabb),
+            lo: config.base_cell(aabb.min()),
+        }
+    }
 
     #[inline(always)]
     fn get(&self) -> Option<B> {
@@ -731,7 +742,7 @@ where
         self.config = config;
         for s in self.slots.as_mut() {
             if let Some(b) = s.get() {
-                s.level = config.class_of(&b);
+                *s = HashSlot::new(b, &config);
             }
         }
         self.object_entries = need;
@@ -1098,13 +1109,14 @@ where
         }
     }
 
-    /// `true` if the object in `slot` (of level `l`) overlapping `q` is
-    /// reported from cell `cell`: the cell of its class holding the lowest
-    /// corner of the overlap.
+    /// `true` if the object in `slot` (of level `l`), overlapping a query
+    /// whose lower corner is in base cell `qlo`, is reported from cell
+    /// `cell`: the cell of its class holding the lowest corner of the
+    /// overlap. That corner is `max(q.min, b.min)`, and the cell function is
+    /// monotone, so its cell is the maximum of the two corners' cells.
     #[inline(always)]
-    fn canonical(&self, q: &B, b: &B, l: u32, cell: &[i32; 3]) -> bool {
-        let corner = q.min().max(b.min());
-        shr(&self.config.base_cell(corner), l) == *cell
+    fn canonical(qlo: &[i32; 3], slot: &HashSlot<B>, l: u32, cell: &[i32; 3]) -> bool {
+        (0..B::Point::DIM).all(|k| (qlo[k].max(slot.lo[k]) >> l) == cell[k])
     }
 
     /// `true` if object `b` of level `lb` is stored in cell `cell` of level
@@ -1166,7 +1178,7 @@ where
                         if s.level == l
                             && keep(id, s.level)
                             && s.aabb.overlaps(q)
-                            && self.canonical(q, &s.aabb, l, cell)
+                            && Self::canonical(&lo, s, l, cell)
                         {
                             f(id);
                         }
@@ -1318,7 +1330,7 @@ where
                 prev = id;
                 if !self.stored_in(&s.aabb, s.level, l, cell) || repeat {
                     n.collisions += 1;
-                } else if s.aabb.overlaps(q) && self.canonical(q, &s.aabb, l, cell) {
+                } else if s.aabb.overlaps(q) && Self::canonical(&lo, s, l, cell) {
                     n.exact += 1;
                 }
             }
@@ -1399,7 +1411,7 @@ where
             [0, c[0], c[1], c[2]]
         } else {
             let s = &self.slots.as_ref()[tagged as usize];
-            let c = shr(&self.config.base_cell(s.aabb.min()), s.level);
+            let c = shr(&s.lo, s.level);
             [s.level as i32 + 1, c[0], c[1], c[2]]
         }
     }
@@ -1517,8 +1529,7 @@ where
         if live.saturating_add(need) > pool {
             return Err(self.capacity_error());
         }
-        let level = self.config.class_of(&aabb);
-        self.slots.as_mut()[id as usize] = HashSlot { aabb, level };
+        self.slots.as_mut()[id as usize] = HashSlot::new(aabb, &self.config);
         self.objects += 1;
         self.object_entries += need;
         if !self.stale && self.used as u64 + need <= pool {
@@ -1538,8 +1549,7 @@ where
         if live.saturating_add(need) > self.pool.as_ref().len() as u64 {
             return Err(self.capacity_error());
         }
-        let level = self.config.class_of(&aabb);
-        self.slots.as_mut()[id as usize] = HashSlot { aabb, level };
+        self.slots.as_mut()[id as usize] = HashSlot::new(aabb, &self.config);
         self.object_entries = self.object_entries - had + need;
         self.stale = true;
         Ok(())
@@ -1640,7 +1650,7 @@ where
             self.config = config;
             for s in self.slots.as_mut() {
                 if let Some(b) = s.get() {
-                    s.level = config.class_of(&b);
+                    *s = HashSlot::new(b, &config);
                 }
             }
             self.object_entries = objects_need;
@@ -1719,6 +1729,11 @@ where
                     objects += 1;
                     ensure(b.check().is_ok(), w, "stored box valid")?;
                     ensure(s.level == self.config.class_of(&b), w, "slot class")?;
+                    ensure(
+                        s.lo == self.config.base_cell(b.min()),
+                        w,
+                        "slot's lower cell",
+                    )?;
                     let e = self.config.entries_of(&b);
                     ensure(e.is_ok(), w, "stored box in range")?;
                     need += e.unwrap_or(0);

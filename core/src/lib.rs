@@ -23,7 +23,7 @@
 //! | [`HierarchicalHashGrid`] | `44C + 4A` | `36C + 4A` |
 //! | [`kdtree::LinearKdTree`] | `2R · r` | `2R · r` |
 //! | [`kdtree::KdBroadPhase`] | `24C + 2R · r` | `16C + 2R · r` |
-//! | [`hhash::HierarchicalHash`], [`hhash::MultilevelHash`] | `28C + 8T + 8E + 12N` | `20C + 8T + 8E + 8N` |
+//! | [`hhash::HierarchicalHash`], [`hhash::MultilevelHash`] | `40C + 8T + 8E + 12N` | `32C + 8T + 8E + 8N` |
 //!
 //! (`T` table slots, `N` particles, `C` ids, `A` arena words, `R` kd-tree
 //! records of `r` = 8 / 16 / 32 bytes for `u32` / `u64` / `u128` codes, `E`

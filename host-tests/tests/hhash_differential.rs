@@ -534,19 +534,19 @@ fn run_time_sizes_map_to_the_nearest_greater_class() {
     assert_eq!(cfg.entries_of(&b(100.0)), Ok(4 * 2));
 }
 
-/// The memory formula of the README: `28C + 8T + 8E + 12N` bytes in 3D,
-/// `20C + 8T + 8E + 8N` in 2D.
+/// The memory formula of the README: `40C + 8T + 8E + 12N` bytes in 3D,
+/// `32C + 8T + 8E + 8N` in 2D.
 #[test]
 fn memory_formula() {
     use core::mem::size_of;
     use spatium::hhash::{HashBucket, HashEntry, HashSlot};
-    assert_eq!(size_of::<HashSlot<Aabb3>>(), 28);
-    assert_eq!(size_of::<HashSlot<Aabb2>>(), 20);
+    assert_eq!(size_of::<HashSlot<Aabb3>>(), 40);
+    assert_eq!(size_of::<HashSlot<Aabb2>>(), 32);
     assert_eq!(size_of::<HashBucket>(), 8);
     assert_eq!(size_of::<HashEntry>(), 8);
     let (c, t, e, n) = (7, 64, 50, 9);
     let h3 = make::class_hash::<Hierarchical, Aabb3>(c, t, e, n, HashConfig::DEFAULT);
-    assert_eq!(h3.memory_bytes(), 28 * c + 8 * t + 8 * e + 12 * n);
+    assert_eq!(h3.memory_bytes(), 40 * c + 8 * t + 8 * e + 12 * n);
     let h2 = make::class_hash::<Multilevel, Aabb2>(c, t, e, n, HashConfig::DEFAULT);
-    assert_eq!(h2.memory_bytes(), 20 * c + 8 * t + 8 * e + 8 * n);
+    assert_eq!(h2.memory_bytes(), 32 * c + 8 * t + 8 * e + 8 * n);
 }
