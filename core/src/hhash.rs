@@ -1431,6 +1431,35 @@ where
         }
     }
 
+    fn check_cell(&self, li: u32, cell: &[i32; 3], tagged: u32) -> Result<(), Corruption> {
+        let w = S::NAME;
+        let table = self.table.as_ref();
+        let b = self.bucket_of(self.key_of(li, cell));
+        ensure(
+            table[b].tag & STAMP_MASK == self.stamp,
+            w,
+            "element's bucket is current",
+        )?;
+        ensure(
+            self.entries(b).any(|id| id == tagged),
+            w,
+            "element listed in its cell's bucket",
+        )?;
+        if S::HIERARCHICAL {
+            let l = self.order[li as usize] as u32;
+            for i in 0..li {
+                let l2 = self.order[i as usize] as u32;
+                let up = self.bucket_of(self.key_of(i, &shr(cell, l2 - l)));
+                ensure(
+                    table[up].tag & STAMP_MASK == self.stamp && table[up].tag & FLAG != 0,
+                    w,
+                    "ancestor buckets flagged hasChildren",
+                )?;
+            }
+        }
+        Ok(())
+    }
+
     // ----- particles ----------------------------------------------------
 
     /// Calls `f(j, d²)` for every particle within radius of `p`, from a
@@ -1864,45 +1893,6 @@ where
         for i in 0..self.n_particles {
             let c = self.config.base_cell(self.particles.as_ref()[i as usize]);
             self.check_cell(self.n_levels - 1, &c, i | PARTICLE)?;
-        }
-        Ok(())
-    }
-}
-
-impl<S, B, Sl, Bk, En, Pt> ClassHash<S, B, Sl, Bk, En, Pt>
-where
-    S: Scheme,
-    B: BoundingBox,
-    Sl: Storage<HashSlot<B>>,
-    Bk: Storage<HashBucket>,
-    En: Storage<HashEntry>,
-    Pt: Storage<B::Point>,
-{
-    fn check_cell(&self, li: u32, cell: &[i32; 3], tagged: u32) -> Result<(), Corruption> {
-        let w = S::NAME;
-        let table = self.table.as_ref();
-        let b = self.bucket_of(self.key_of(li, cell));
-        ensure(
-            table[b].tag & STAMP_MASK == self.stamp,
-            w,
-            "element's bucket is current",
-        )?;
-        ensure(
-            self.entries(b).any(|id| id == tagged),
-            w,
-            "element listed in its cell's bucket",
-        )?;
-        if S::HIERARCHICAL {
-            let l = self.order[li as usize] as u32;
-            for i in 0..li {
-                let l2 = self.order[i as usize] as u32;
-                let up = self.bucket_of(self.key_of(i, &shr(cell, l2 - l)));
-                ensure(
-                    table[up].tag & STAMP_MASK == self.stamp && table[up].tag & FLAG != 0,
-                    w,
-                    "ancestor buckets flagged hasChildren",
-                )?;
-            }
         }
         Ok(())
     }

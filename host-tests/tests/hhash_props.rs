@@ -171,7 +171,7 @@ fn check<S: Scheme, B: TestBox>(h: &mut VecClassHash<S, B>, m: &Model<B>) -> Tes
     Ok(())
 }
 
-fn check_particles<B: TestBox>(h: &VecClassHash<Hierarchical, B>, m: &Model<B>) -> TestCaseResult {
+fn check_particles<S: Scheme, B: TestBox>(h: &VecClassHash<S, B>, m: &Model<B>) -> TestCaseResult {
     prop_assert_eq!(NeighborSearch::len(h), m.particles.len());
     let mut got = Vec::new();
     h.for_each_pair(|i, j, d2| {
@@ -356,14 +356,14 @@ fn run<S: Scheme, B: TestBox>(
     Ok(())
 }
 
-fn run_hier<B: TestBox>(
+fn run_scheme<S: Scheme, B: TestBox>(
     ops: &[Op],
     base: usize,
     levels: u32,
     table: usize,
     pool: usize,
 ) -> TestCaseResult {
-    run::<Hierarchical, B>(
+    run::<S, B>(
         ops,
         base,
         levels,
@@ -371,24 +371,6 @@ fn run_hier<B: TestBox>(
         pool,
         |h, p, r| Some(h.build(p, r)),
         check_particles,
-    )
-}
-
-fn run_multi<B: TestBox>(
-    ops: &[Op],
-    base: usize,
-    levels: u32,
-    table: usize,
-    pool: usize,
-) -> TestCaseResult {
-    run::<Multilevel, B>(
-        ops,
-        base,
-        levels,
-        table,
-        pool,
-        |_, _, _| None,
-        |_, _| Ok(()),
     )
 }
 
@@ -407,21 +389,21 @@ proptest! {
 
     #[test]
     fn hierarchical_3d((ops, b, l, t, p) in setup()) {
-        run_hier::<Aabb3>(&ops, b, l, t, p)?;
+        run_scheme::<Hierarchical, Aabb3>(&ops, b, l, t, p)?;
     }
 
     #[test]
     fn hierarchical_2d((ops, b, l, t, p) in setup()) {
-        run_hier::<Aabb2>(&ops, b, l, t, p)?;
+        run_scheme::<Hierarchical, Aabb2>(&ops, b, l, t, p)?;
     }
 
     #[test]
     fn multilevel_3d((ops, b, l, t, p) in setup()) {
-        run_multi::<Aabb3>(&ops, b, l, t, p)?;
+        run_scheme::<Multilevel, Aabb3>(&ops, b, l, t, p)?;
     }
 
     #[test]
     fn multilevel_2d((ops, b, l, t, p) in setup()) {
-        run_multi::<Aabb2>(&ops, b, l, t, p)?;
+        run_scheme::<Multilevel, Aabb2>(&ops, b, l, t, p)?;
     }
 }
