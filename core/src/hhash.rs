@@ -734,7 +734,7 @@ where
         for p in &self.particles.as_ref()[..self.n_particles as usize] {
             config.stored_cell(*p)?;
         }
-        if need + self.n_particles as u64 > self.pool.as_ref().len() as u64 {
+        if need.saturating_add(self.n_particles as u64) > self.pool.as_ref().len() as u64 {
             return Err(Error::CapacityExceeded {
                 capacity: self.pool.as_ref().len(),
             });
@@ -1671,7 +1671,7 @@ where
         } else {
             self.object_entries
         };
-        if objects_need + n as u64 > self.pool.as_ref().len() as u64 {
+        if objects_need.saturating_add(n as u64) > self.pool.as_ref().len() as u64 {
             return Err(self.capacity_error());
         }
         self.ready()?;

@@ -269,8 +269,7 @@ impl<B: TestBox> World<B> {
             .filter(|(i, _)| Some(*i) != skip)
             .filter_map(|(_, b)| *b)
             .map(|b| cfg.entries_of(&b).expect("stored box in range"))
-            .sum::<u64>()
-            + self.particles.len() as u64
+            .fold(self.particles.len() as u64, u64::saturating_add)
     }
 
     /// The predicted result of storing `b` under `id` (after id checks):
@@ -441,7 +440,7 @@ impl<B: TestBox> World<B> {
                     .any(|p| in_range(&B::try_new(*p, *p).unwrap(), &self.cfg) == Some(false))
                 {
                     Some(Error::OutOfRange)
-                } else if others + points.len() as u64 > self.pool as u64 {
+                } else if others.saturating_add(points.len() as u64) > self.pool as u64 {
                     Some(Error::CapacityExceeded {
                         capacity: self.pool,
                     })
