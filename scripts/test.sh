@@ -92,7 +92,7 @@ else
         if ! (
             cd fuzz &&
                 RUSTC_BOOTSTRAP=1 cargo fuzz run "$target" "target/corpus-run-$target" -- \
-                    -max_total_time="$FUZZ_SECONDS"
+                    -max_total_time="$FUZZ_SECONDS" -timeout=60
         ); then
             echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!" >&2
             echo "FUZZ FAILURE: $target (crash input under fuzz/artifacts/$target/)" >&2
