@@ -7,6 +7,8 @@
 //! * [`runner`]: one [`Runner`] per implementation, holding every buffer it
 //!   needs so that a timed run only builds and queries; each run returns a
 //!   count that [`check`] compares with spatium's.
+//! * [`pouchol_scene`]: the 3D scene of Pouchol et al. 2009 §4.2 (particles
+//!   falling onto static spheres), timed by `src/bin/hhash_report.rs`.
 //!
 //! Everything runs on the calling thread: spatium is single-threaded, kiddo
 //! is built without its `multi-threaded` feature (no rayon at all), rstar is
@@ -16,6 +18,7 @@
 
 pub mod bp_peers;
 pub mod check;
+pub mod pouchol_scene;
 pub mod runner;
 pub mod scene;
 pub mod settle;
