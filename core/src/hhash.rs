@@ -589,7 +589,7 @@ pub struct HashStats {
 ///     [HashEntry::EMPTY; 64],         // entry pool
 ///     [Vec2::ZERO; 0],                // no particles
 ///     config,
-/// ).unwrap();
+/// );
 /// h.insert(0, Aabb2::new(Vec2::new(0.0, 0.0), Vec2::new(7.0, 7.0)).unwrap()).unwrap();
 /// h.insert(1, Aabb2::new(Vec2::new(6.5, 6.5), Vec2::new(7.2, 7.2)).unwrap()).unwrap();
 /// let mut pairs = 0;
