@@ -4,7 +4,7 @@
 //! (`src/bin/hhash_report.rs`).
 //!
 //! The spheres and the initial particle centres come from
-//! [`spheres_3d`](spatium_host_tests::pouchol::spheres_3d); particles have
+//! [`spheres_3d`]; particles have
 //! radius [`PARTICLE_RADIUS`] (`2⁻⁷`, diameter `2⁻⁶`) and start at rest.
 //! Each frame:
 //!
