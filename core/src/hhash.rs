@@ -725,20 +725,35 @@ where
     /// under the new configuration, [`Error::CapacityExceeded`] if the pool
     /// cannot hold the stored elements under it; nothing changes on error.
     pub fn set_config(&mut self, config: HashConfig<B::Point>) -> Result<(), Error> {
+        let need = self.objects_need(&config)?;
+        for p in &self.particles.as_ref()[..self.n_particles as usize] {
+            config.stored_cell(*p)?;
+        }
+        if need.saturating_add(self.n_particles as u64) > self.pool.as_ref().len() as u64 {
+            return Err(self.capacity_error());
+        }
+        self.adopt(config, need);
+        Ok(())
+    }
+
+    /// Pool entries the stored objects would take under `config`
+    /// (saturating).
+    ///
+    /// # Errors
+    /// [`Error::OutOfRange`] for an object beyond [`MAX_CELL`] under it.
+    fn objects_need(&self, config: &HashConfig<B::Point>) -> Result<u64, Error> {
         let mut need = 0u64;
         for s in self.slots.as_ref() {
             if let Some(b) = s.get() {
                 need = need.saturating_add(config.entries_of(&b)?);
             }
         }
-        for p in &self.particles.as_ref()[..self.n_particles as usize] {
-            config.stored_cell(*p)?;
-        }
-        if need.saturating_add(self.n_particles as u64) > self.pool.as_ref().len() as u64 {
-            return Err(Error::CapacityExceeded {
-                capacity: self.pool.as_ref().len(),
-            });
-        }
+        Ok(need)
+    }
+
+    /// Switches to `config`, whose objects take `need` entries (checked by
+    /// the caller): the slots are re-classed and the table goes stale.
+    fn adopt(&mut self, config: HashConfig<B::Point>, need: u64) {
         self.config = config;
         for s in self.slots.as_mut() {
             if let Some(b) = s.get() {
@@ -748,7 +763,6 @@ where
         self.object_entries = need;
         self.set_order();
         self.stale = true;
-        Ok(())
     }
 
     /// Number of buckets.
@@ -1482,7 +1496,16 @@ where
                 f(j, d2);
             }
         };
-        if !S::HIERARCHICAL && !self.too_many_cells(&clo, &chi, 0) {
+        if self.too_many_cells(&clo, &chi, 0) {
+            for (j, q) in parts.iter().enumerate() {
+                let d2 = p.distance_squared(*q);
+                if d2 < r2 {
+                    f(j as u32, d2);
+                }
+            }
+            return;
+        }
+        if !S::HIERARCHICAL {
             // Multilevel: particles live in class 0 alone, whose cells are
             // keyed by their own hash (uniform hashing, the paper's §2.1).
             if self.stamp == 0 || self.occupied & 1 == 0 {
@@ -1503,15 +1526,6 @@ where
                     return;
                 }
             }
-        }
-        if self.too_many_cells(&clo, &chi, 0) {
-            for (j, q) in parts.iter().enumerate() {
-                let d2 = p.distance_squared(*q);
-                if d2 < r2 {
-                    f(j as u32, d2);
-                }
-            }
-            return;
         }
         self.traverse(&clo, &chi, 0, |li, cell, _, b| {
             if li + 1 != self.n_levels {
@@ -1661,13 +1675,7 @@ where
             config.stored_cell(*p)?;
         }
         let objects_need = if config != self.config {
-            let mut need = 0u64;
-            for s in self.slots.as_ref() {
-                if let Some(b) = s.get() {
-                    need = need.saturating_add(config.entries_of(&b)?);
-                }
-            }
-            need
+            self.objects_need(&config)?
         } else {
             self.object_entries
         };
@@ -1676,13 +1684,7 @@ where
         }
         self.ready()?;
         if config != self.config {
-            self.config = config;
-            for s in self.slots.as_mut() {
-                if let Some(b) = s.get() {
-                    *s = HashSlot::new(b, &config);
-                }
-            }
-            self.object_entries = objects_need;
+            self.adopt(config, objects_need);
         }
         self.particles.as_mut()[..n].copy_from_slice(positions);
         self.n_particles = n as u32;
