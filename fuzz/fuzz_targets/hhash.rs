@@ -31,9 +31,8 @@ use spatium::hhash::{
     Candidates, ClassHash, HashBucket, HashConfig, HashEntry, HashSlot, Hierarchical, Multilevel,
     Scheme,
 };
-use spatium::{
-    Aabb2, Aabb3, BoundingBox, BroadPhase, Error, NeighborSearch, Point, Validate, Vec2, Vec3,
-};
+use spatium::{Aabb2, Aabb3, BoundingBox, BroadPhase, Error, NeighborSearch, Point, Validate};
+use spatium_host_tests::boxes::{TestBox, corners, overlap, same};
 
 const IDS: u32 = 20;
 const CAP: usize = 16;
@@ -115,28 +114,6 @@ struct Input {
     ops: Vec<(bool, Op)>,
 }
 
-trait TestBox: BoundingBox {
-    fn raw(lo: [f32; 3], hi: [f32; 3]) -> Self;
-}
-
-impl TestBox for Aabb3 {
-    fn raw(lo: [f32; 3], hi: [f32; 3]) -> Self {
-        Aabb3 {
-            min: Vec3::new(lo[0], lo[1], lo[2]),
-            max: Vec3::new(hi[0], hi[1], hi[2]),
-        }
-    }
-}
-
-impl TestBox for Aabb2 {
-    fn raw(lo: [f32; 3], hi: [f32; 3]) -> Self {
-        Aabb2 {
-            min: Vec2::new(lo[0], lo[1]),
-            max: Vec2::new(hi[0], hi[1]),
-        }
-    }
-}
-
 fn lattice(l: &Lattice) -> ([f32; 3], [f32; 3]) {
     let unit = 0.25 * 2f32.powi(i32::from(l.pe.clamp(-8, 8)));
     let step = 0.25 * 2f32.powi(i32::from(l.se.clamp(-10, 8)));
@@ -145,17 +122,6 @@ fn lattice(l: &Lattice) -> ([f32; 3], [f32; 3]) {
     for k in 0..3 {
         lo[k] = f32::from(l.pos[k]) * unit;
         hi[k] = lo[k] + f32::from(l.edge[k] % 12) * step;
-    }
-    (lo, hi)
-}
-
-fn corners<B: BoundingBox>(b: &B) -> ([f32; 3], [f32; 3]) {
-    let d = B::Point::DIM;
-    let mut lo = [0.0; 3];
-    let mut hi = [0.0; 3];
-    for k in 0..d {
-        lo[k] = b.min().coord(k);
-        hi[k] = b.max().coord(k);
     }
     (lo, hi)
 }
@@ -181,16 +147,6 @@ fn make_box<B: TestBox>(b: &BoxIn, model: &[Option<B>]) -> B {
         }
     }
     B::raw(lo, hi)
-}
-
-fn overlap<B: BoundingBox>(a: &B, b: &B) -> bool {
-    (0..B::Point::DIM)
-        .all(|k| a.min().coord(k) <= b.max().coord(k) && b.min().coord(k) <= a.max().coord(k))
-}
-
-fn same<B: BoundingBox>(a: &B, b: &B) -> bool {
-    corners(a).0.map(f32::to_bits) == corners(b).0.map(f32::to_bits)
-        && corners(a).1.map(f32::to_bits) == corners(b).1.map(f32::to_bits)
 }
 
 /// `Some(true)` if the box is in range, `Some(false)` if out, `None` if too

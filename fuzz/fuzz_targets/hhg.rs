@@ -34,8 +34,9 @@ use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use spatium::{
     Aabb2, Aabb3, BoundingBox, BroadPhase, Error, HhgConfig, HhgRecord, HhgSlot, HhgStats,
-    HierarchicalHashGrid, Point, UpdateStrategy, Validate, Vec2, Vec3,
+    HierarchicalHashGrid, UpdateStrategy, Validate,
 };
+use spatium_host_tests::boxes::{TestBox, corners, dim, overlap, same};
 
 /// Ids are `0..IDS`; those from `CAP` are out of range.
 const IDS: u32 = 40;
@@ -178,56 +179,6 @@ struct Input {
 // ---------------------------------------------------------------------------
 // Boxes
 // ---------------------------------------------------------------------------
-
-trait TestBox: BoundingBox {
-    fn raw(lo: [f32; 3], hi: [f32; 3]) -> Self;
-}
-
-impl TestBox for Aabb3 {
-    fn raw(lo: [f32; 3], hi: [f32; 3]) -> Self {
-        Aabb3 {
-            min: Vec3::new(lo[0], lo[1], lo[2]),
-            max: Vec3::new(hi[0], hi[1], hi[2]),
-        }
-    }
-}
-
-impl TestBox for Aabb2 {
-    fn raw(lo: [f32; 3], hi: [f32; 3]) -> Self {
-        Aabb2 {
-            min: Vec2::new(lo[0], lo[1]),
-            max: Vec2::new(hi[0], hi[1]),
-        }
-    }
-}
-
-fn dim<B: BoundingBox>() -> usize {
-    B::Point::DIM
-}
-
-fn corners<B: BoundingBox>(b: &B) -> ([f32; 3], [f32; 3]) {
-    let mut lo = [0.0; 3];
-    let mut hi = [0.0; 3];
-    for k in 0..dim::<B>() {
-        lo[k] = b.min().coord(k);
-        hi[k] = b.max().coord(k);
-    }
-    (lo, hi)
-}
-
-/// Closed-interval overlap written out per axis (not `BoundingBox::overlaps`).
-fn overlap<B: BoundingBox>(a: &B, b: &B) -> bool {
-    let (al, ah) = corners(a);
-    let (bl, bh) = corners(b);
-    (0..dim::<B>()).all(|k| al[k] <= bh[k] && bl[k] <= ah[k])
-}
-
-fn same<B: BoundingBox>(a: &B, b: &B) -> bool {
-    let (al, ah) = corners(a);
-    let (bl, bh) = corners(b);
-    (0..dim::<B>())
-        .all(|k| al[k].to_bits() == bl[k].to_bits() && ah[k].to_bits() == bh[k].to_bits())
-}
 
 fn pow2(e: i32) -> f32 {
     2f32.powi(e)

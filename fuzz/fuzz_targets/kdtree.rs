@@ -46,7 +46,8 @@ use spatium::kdtree::{
     Candidates, KdBroadPhase, KdConfig, KdRecord, KdSlot, KdStats, LinearKdTree, LocCode, SortAlgo,
     Split,
 };
-use spatium::{Aabb2, Aabb3, BoundingBox, BroadPhase, Error, Point, Validate, Vec2, Vec3};
+use spatium::{Aabb2, Aabb3, BoundingBox, BroadPhase, Error, Validate};
+use spatium_host_tests::boxes::{TestBox, corners, dim, overlap, same, same_opt};
 
 /// Ids are `0..IDS`; those from `CAP` are out of range.
 const IDS: u32 = 40;
@@ -204,64 +205,6 @@ const RECORDS: [usize; 5] = [12, CAP, 2 * CAP, 8 * CAP, 1];
 // ---------------------------------------------------------------------------
 // Boxes
 // ---------------------------------------------------------------------------
-
-trait TestBox: BoundingBox {
-    fn raw(lo: [f32; 3], hi: [f32; 3]) -> Self;
-}
-
-impl TestBox for Aabb3 {
-    fn raw(lo: [f32; 3], hi: [f32; 3]) -> Self {
-        Aabb3 {
-            min: Vec3::new(lo[0], lo[1], lo[2]),
-            max: Vec3::new(hi[0], hi[1], hi[2]),
-        }
-    }
-}
-
-impl TestBox for Aabb2 {
-    fn raw(lo: [f32; 3], hi: [f32; 3]) -> Self {
-        Aabb2 {
-            min: Vec2::new(lo[0], lo[1]),
-            max: Vec2::new(hi[0], hi[1]),
-        }
-    }
-}
-
-fn dim<B: BoundingBox>() -> usize {
-    B::Point::DIM
-}
-
-fn corners<B: BoundingBox>(b: &B) -> ([f32; 3], [f32; 3]) {
-    let mut lo = [0.0; 3];
-    let mut hi = [0.0; 3];
-    for k in 0..dim::<B>() {
-        lo[k] = b.min().coord(k);
-        hi[k] = b.max().coord(k);
-    }
-    (lo, hi)
-}
-
-/// Closed-interval overlap written out per axis (not `BoundingBox::overlaps`).
-fn overlap<B: BoundingBox>(a: &B, b: &B) -> bool {
-    let (al, ah) = corners(a);
-    let (bl, bh) = corners(b);
-    (0..dim::<B>()).all(|k| al[k] <= bh[k] && bl[k] <= ah[k])
-}
-
-fn same<B: BoundingBox>(a: &B, b: &B) -> bool {
-    let (al, ah) = corners(a);
-    let (bl, bh) = corners(b);
-    (0..dim::<B>())
-        .all(|k| al[k].to_bits() == bl[k].to_bits() && ah[k].to_bits() == bh[k].to_bits())
-}
-
-fn same_opt<B: BoundingBox>(a: Option<B>, b: Option<B>) -> bool {
-    match (a, b) {
-        (Some(a), Some(b)) => same(&a, &b),
-        (None, None) => true,
-        _ => false,
-    }
-}
 
 /// The error `check()` must give: `NonFinite` before `InvertedBox`.
 fn box_error<B: BoundingBox>(b: &B) -> Option<Error> {
