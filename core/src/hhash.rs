@@ -557,7 +557,10 @@ pub struct HashStats {
     pub entries: u32,
     /// Buckets written by the current step (entries or flags).
     pub buckets_used: u32,
-    /// Buckets holding entries of more than one cell (hash collisions).
+    /// Buckets holding elements whose lowest cells differ: an estimate of
+    /// hash collisions between cells (an object's lowest cell stands for
+    /// all of its cells, so neighbouring objects meeting in one cell count
+    /// as shared, and an object's own cells sharing a bucket do not).
     pub buckets_shared: u32,
     /// Objects stored in more cells than their corners (boxes larger than
     /// the largest class).

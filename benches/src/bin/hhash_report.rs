@@ -1607,8 +1607,9 @@ fn len_write(md: &mut String, sz: &Sizes, s: &LenSection) {
          `n = table_len_with_factor(elements, factor)` (elements × factor rounded up to a power \
          of two); factor 100 is the paper's guidance (`table_len_for`). *Buckets written*: \
          buckets holding entries or `hasChildren` flags of the current step; *shared*: buckets \
-         holding entries of more than one cell (`stats()`). Candidates from `query_counts` over \
-         every query. Memory is `memory_bytes()`.\n\n\
+         holding elements whose lowest cells differ (`stats()`; an estimate of collisions \
+         between cells that also counts neighbouring objects meeting in one cell). Candidates \
+         from `query_counts` over every query. Memory is `memory_bytes()`.\n\n\
          ### 2D broad phase, N = {} objects, {} segments\n\n\
          Query ms = all segments, exact candidates + narrow phase (as in section 1), median of \
          {} (the two schemes taking turns); the answers are cross-checked across all rows.\n",
