@@ -61,6 +61,9 @@ pub enum Error {
     },
     /// A configuration value is outside its documented range.
     InvalidConfig,
+    /// A solid shape is degenerate: a sphere without a positive radius or a
+    /// triangle without area.
+    InvalidShape,
     /// An update gives a different number of elements than the structure holds.
     LengthMismatch {
         /// Elements stored.
@@ -101,6 +104,9 @@ impl fmt::Display for Error {
             Self::UnknownId { id } => write!(f, "id {id} is not stored"),
             Self::InvalidConfig => {
                 f.write_str("a configuration value is out of its documented range")
+            }
+            Self::InvalidShape => {
+                f.write_str("a shape is degenerate (radius <= 0 or a triangle without area)")
             }
             Self::LengthMismatch { expected, got } => {
                 write!(f, "{got} elements given, {expected} stored")

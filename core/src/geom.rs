@@ -7,6 +7,7 @@
 //! is given.
 
 use core::fmt::Debug;
+use core::ops::{Add, AddAssign, Mul, Neg, Sub, SubAssign};
 
 use bytemuck::{Pod, Zeroable};
 
@@ -103,6 +104,54 @@ impl From<[f32; 3]> for Vec3 {
     }
 }
 
+/// Component-wise arithmetic for the vector types (used by the SPH solver).
+macro_rules! vector_ops {
+    ($t:ident, $($f:ident),+) => {
+        impl Add for $t {
+            type Output = Self;
+            #[inline(always)]
+            fn add(self, o: Self) -> Self {
+                Self { $($f: self.$f + o.$f),+ }
+            }
+        }
+        impl Sub for $t {
+            type Output = Self;
+            #[inline(always)]
+            fn sub(self, o: Self) -> Self {
+                Self { $($f: self.$f - o.$f),+ }
+            }
+        }
+        impl Mul<f32> for $t {
+            type Output = Self;
+            #[inline(always)]
+            fn mul(self, s: f32) -> Self {
+                Self { $($f: self.$f * s),+ }
+            }
+        }
+        impl Neg for $t {
+            type Output = Self;
+            #[inline(always)]
+            fn neg(self) -> Self {
+                Self { $($f: -self.$f),+ }
+            }
+        }
+        impl AddAssign for $t {
+            #[inline(always)]
+            fn add_assign(&mut self, o: Self) {
+                $(self.$f += o.$f;)+
+            }
+        }
+        impl SubAssign for $t {
+            #[inline(always)]
+            fn sub_assign(&mut self, o: Self) {
+                $(self.$f -= o.$f;)+
+            }
+        }
+    };
+}
+vector_ops!(Vec2, x, y);
+vector_ops!(Vec3, x, y, z);
+
 /// What the structures need of a point type: implemented for [`Vec2`] and
 /// [`Vec3`] only (sealed).
 ///
@@ -111,7 +160,21 @@ impl From<[f32; 3]> for Vec3 {
 /// hash with the primes 73856093, 19349663 and 83492791, and the neighbour
 /// stencils.
 pub trait Point:
-    Copy + Debug + Default + PartialEq + Pod + Send + Sync + 'static + sealed::Sealed
+    Copy
+    + Debug
+    + Default
+    + PartialEq
+    + Pod
+    + Send
+    + Sync
+    + 'static
+    + sealed::Sealed
+    + Add<Output = Self>
+    + Sub<Output = Self>
+    + Mul<f32, Output = Self>
+    + Neg<Output = Self>
+    + AddAssign
+    + SubAssign
 {
     /// Number of axes (2 or 3).
     const DIM: usize;
@@ -137,6 +200,8 @@ pub trait Point:
     fn from_fn(f: impl FnMut(usize) -> f32) -> Self;
     /// `true` if no coordinate is NaN or infinite.
     fn is_finite(self) -> bool;
+    /// Dot product, summed axis by axis in a fixed order.
+    fn dot(self, other: Self) -> f32;
     /// Squared Euclidean distance, computed axis by axis in a fixed order
     /// (`dx*dx + dy*dy [+ dz*dz]`); every structure and the brute-force oracle
     /// use this one function, so their answers agree bit for bit.
@@ -300,6 +365,10 @@ impl Point for Vec3 {
         self.x.is_finite() && self.y.is_finite() && self.z.is_finite()
     }
     #[inline(always)]
+    fn dot(self, o: Self) -> f32 {
+        self.x * o.x + self.y * o.y + self.z * o.z
+    }
+    #[inline(always)]
     fn distance_squared(self, o: Self) -> f32 {
         let dx = self.x - o.x;
         let dy = self.y - o.y;
@@ -362,6 +431,10 @@ impl Point for Vec2 {
     #[inline(always)]
     fn is_finite(self) -> bool {
         self.x.is_finite() && self.y.is_finite()
+    }
+    #[inline(always)]
+    fn dot(self, o: Self) -> f32 {
+        self.x * o.x + self.y * o.y
     }
     #[inline(always)]
     fn distance_squared(self, o: Self) -> f32 {

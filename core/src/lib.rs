@@ -67,6 +67,7 @@ pub mod geom;
 pub mod hhash;
 pub mod hhg;
 pub mod kdtree;
+pub mod sph;
 pub mod storage;
 pub mod traits;
 pub mod uniform;

@@ -1,0 +1,513 @@
+//! Solid boundaries: the box walls of the seed (§2.4) and obstacles (spheres,
+//! boxes, triangles; static or moving) found through any [`BroadPhase`].
+//!
+//! Every contact is resolved the same way, walls included: the particle is
+//! pushed out along the contact normal by its penetration, and if it moves
+//! into the solid (relative to the solid's velocity) the normal component of
+//! its relative velocity is reversed and scaled by the damping factor. Solids
+//! are kinematic: particles do not push them.
+
+use crate::error::Error;
+use crate::geom::{BoundingBox, Point};
+use crate::storage::Storage;
+use crate::traits::BroadPhase;
+
+/// A solid shape. In 2D a sphere is a disc and a triangle is a solid
+/// triangle; in 3D a triangle is a two-sided sheet as thick as the particle
+/// collision radius.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Shape<P: Point> {
+    /// A ball.
+    Sphere {
+        /// Centre.
+        center: P,
+        /// Radius, `> 0`.
+        radius: f32,
+    },
+    /// An axis-aligned box.
+    Box(P::Aabb),
+    /// A triangle with non-zero area.
+    Triangle([P; 3]),
+}
+
+/// An obstacle: a shape and the velocity it moves with (zero for a static
+/// one). [`Obstacles::advance`] moves it each step.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Obstacle<P: Point> {
+    /// The shape at the current time.
+    pub shape: Shape<P>,
+    /// Velocity (a kinematic obstacle; zero for a static one).
+    pub velocity: P,
+}
+
+impl<P: Point> Obstacle<P> {
+    /// A static obstacle.
+    pub const fn fixed(shape: Shape<P>) -> Self {
+        Self {
+            shape,
+            velocity: P::ZERO,
+        }
+    }
+
+    /// A placeholder for unused storage slots: a sphere of radius zero at the
+    /// origin (never valid, never stored).
+    pub const EMPTY: Self = Self {
+        shape: Shape::Sphere {
+            center: P::ZERO,
+            radius: 0.0,
+        },
+        velocity: P::ZERO,
+    };
+}
+
+/// A contact: unit normal pointing out of the solid and penetration depth.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Contact<P> {
+    /// Unit normal, from the solid towards the particle.
+    pub normal: P,
+    /// How far the particle must move along `normal` to stop touching.
+    pub depth: f32,
+}
+
+#[inline]
+fn length<P: Point>(v: P) -> f32 {
+    libm::sqrtf(v.dot(v))
+}
+
+/// Closest point of triangle `t` to `p`, by the Voronoi region of `p`
+/// (vertex, edge or face); dot products only, so it serves 2D and 3D. In 2D a
+/// point inside the triangle is its own closest point.
+fn closest_on_triangle<P: Point>(p: P, [a, b, c]: [P; 3]) -> P {
+    let ab = b - a;
+    let ac = c - a;
+    let ap = p - a;
+    let d1 = ab.dot(ap);
+    let d2 = ac.dot(ap);
+    if d1 <= 0.0 && d2 <= 0.0 {
+        return a;
+    }
+    let bp = p - b;
+    let d3 = ab.dot(bp);
+    let d4 = ac.dot(bp);
+    if d3 >= 0.0 && d4 <= d3 {
+        return b;
+    }
+    let vc = d1 * d4 - d3 * d2;
+    if vc <= 0.0 && d1 >= 0.0 && d3 <= 0.0 {
+        return a + ab * (d1 / (d1 - d3));
+    }
+    let cp = p - c;
+    let d5 = ab.dot(cp);
+    let d6 = ac.dot(cp);
+    if d6 >= 0.0 && d5 <= d6 {
+        return c;
+    }
+    let vb = d5 * d2 - d1 * d6;
+    if vb <= 0.0 && d2 >= 0.0 && d6 <= 0.0 {
+        return a + ac * (d2 / (d2 - d6));
+    }
+    let va = d3 * d6 - d5 * d4;
+    if va <= 0.0 && d4 - d3 >= 0.0 && d5 - d6 >= 0.0 {
+        let t = (d4 - d3) / ((d4 - d3) + (d5 - d6));
+        return b + (c - b) * t;
+    }
+    let inv = 1.0 / (va + vb + vc);
+    a + ab * (vb * inv) + ac * (vc * inv)
+}
+
+/// Closest point of segment `ab` to `p`.
+fn closest_on_segment<P: Point>(p: P, a: P, b: P) -> P {
+    let ab = b - a;
+    let l2 = ab.dot(ab);
+    if l2 <= 0.0 {
+        return a;
+    }
+    let t = ((p - a).dot(ab) / l2).clamp(0.0, 1.0);
+    a + ab * t
+}
+
+/// Twice the triangle's area squared (`|ab|²|ac|² − (ab·ac)²`), any dimension.
+fn area2<P: Point>([a, b, c]: [P; 3]) -> f32 {
+    let ab = b - a;
+    let ac = c - a;
+    ab.dot(ab) * ac.dot(ac) - ab.dot(ac) * ab.dot(ac)
+}
+
+impl<P: Point> Shape<P> {
+    /// Checks the shape: finite coordinates, a positive radius, a box with
+    /// `min <= max`, a triangle with non-zero area.
+    ///
+    /// # Errors
+    /// [`Error::NonFinite`], [`Error::InvertedBox`], [`Error::InvalidShape`].
+    pub fn check(&self) -> Result<(), Error> {
+        match *self {
+            Shape::Sphere { center, radius } => {
+                if !center.is_finite() || !radius.is_finite() {
+                    return Err(Error::NonFinite);
+                }
+                if radius <= 0.0 {
+                    return Err(Error::InvalidShape);
+                }
+            }
+            Shape::Box(b) => b.check()?,
+            Shape::Triangle(t) => {
+                if !t.iter().all(|v| v.is_finite()) {
+                    return Err(Error::NonFinite);
+                }
+                let a2 = area2(t);
+                if !(a2.is_finite() && a2 > 0.0) {
+                    return Err(Error::InvalidShape);
+                }
+            }
+        }
+        self.bounds().check()
+    }
+
+    /// The shape's bounding box.
+    pub fn bounds(&self) -> P::Aabb {
+        let (lo, hi) = match *self {
+            Shape::Sphere { center, radius } => {
+                let r = P::from_fn(|_| radius);
+                (center - r, center + r)
+            }
+            Shape::Box(b) => (b.min(), b.max()),
+            Shape::Triangle([a, b, c]) => (a.min(b).min(c), a.max(b).max(c)),
+        };
+        P::Aabb::try_new(lo, hi).unwrap_or(P::Aabb::NAN)
+    }
+
+    /// The shape moved by `d`.
+    pub fn translated(&self, d: P) -> Self {
+        match *self {
+            Shape::Sphere { center, radius } => Shape::Sphere {
+                center: center + d,
+                radius,
+            },
+            Shape::Box(b) => Shape::Box(P::Aabb::try_new(b.min() + d, b.max() + d).unwrap_or(b)),
+            Shape::Triangle([a, b, c]) => Shape::Triangle([a + d, b + d, c + d]),
+        }
+    }
+
+    /// The contact of a particle of collision radius `r` at `x` moving with
+    /// velocity `v`, if it touches the shape (closer than `r`, or inside).
+    /// `v` only breaks the tie of a particle exactly on a 3D triangle's plane
+    /// (the normal faces against the motion).
+    pub fn contact(&self, x: P, v: P, r: f32) -> Option<Contact<P>> {
+        match *self {
+            Shape::Sphere { center, radius } => {
+                let d = x - center;
+                let dist = length(d);
+                let reach = radius + r;
+                if dist >= reach {
+                    return None;
+                }
+                let normal = if dist > 0.0 {
+                    d * (1.0 / dist)
+                } else {
+                    up::<P>()
+                };
+                Some(Contact {
+                    normal,
+                    depth: reach - dist,
+                })
+            }
+            Shape::Box(b) => {
+                let (lo, hi) = (b.min(), b.max());
+                let q = x.max(lo).min(hi);
+                let d = x - q;
+                let dist2 = d.dot(d);
+                if dist2 > 0.0 {
+                    if dist2 >= r * r {
+                        return None;
+                    }
+                    let dist = libm::sqrtf(dist2);
+                    return Some(Contact {
+                        normal: d * (1.0 / dist),
+                        depth: r - dist,
+                    });
+                }
+                // Inside (or on the surface): out through the nearest face.
+                let mut best = (f32::INFINITY, 0usize, 1.0f32);
+                for k in 0..P::DIM {
+                    let below = x.coord(k) - lo.coord(k);
+                    let above = hi.coord(k) - x.coord(k);
+                    if below < best.0 {
+                        best = (below, k, -1.0);
+                    }
+                    if above < best.0 {
+                        best = (above, k, 1.0);
+                    }
+                }
+                let (dist, axis, sign) = best;
+                Some(Contact {
+                    normal: P::from_fn(|k| if k == axis { sign } else { 0.0 }),
+                    depth: dist + r,
+                })
+            }
+            Shape::Triangle(t) => {
+                let q = closest_on_triangle(x, t);
+                let d = x - q;
+                let dist = length(d);
+                if dist >= r {
+                    return None;
+                }
+                if dist > 0.0 {
+                    return Some(Contact {
+                        normal: d * (1.0 / dist),
+                        depth: r - dist,
+                    });
+                }
+                if P::DIM == 2 {
+                    // Inside a solid 2D triangle: out through the nearest edge.
+                    let [a, b, c] = t;
+                    let mut best = (f32::INFINITY, x);
+                    for (s, e) in [(a, b), (b, c), (c, a)] {
+                        let p = closest_on_segment(x, s, e);
+                        let l = length(p - x);
+                        if l < best.0 {
+                            best = (l, p);
+                        }
+                    }
+                    let (l, p) = best;
+                    let normal = if l > 0.0 {
+                        (p - x) * (1.0 / l)
+                    } else {
+                        up::<P>()
+                    };
+                    return Some(Contact {
+                        normal,
+                        depth: l + r,
+                    });
+                }
+                // On a 3D triangle's plane: along the face normal, against the motion.
+                let n = face_normal(t);
+                let normal = if n.dot(v) > 0.0 { -n } else { n };
+                Some(Contact { normal, depth: r })
+            }
+        }
+    }
+}
+
+/// `+y`: the fallback normal of a particle exactly at a sphere's centre.
+fn up<P: Point>() -> P {
+    P::from_fn(|k| if k == 1 { 1.0 } else { 0.0 })
+}
+
+/// Unit normal of a 3D triangle (`ab × ac`, normalised); `+y` in 2D.
+fn face_normal<P: Point>([a, b, c]: [P; 3]) -> P {
+    if P::DIM != 3 {
+        return up::<P>();
+    }
+    let (u, w) = (b - a, c - a);
+    let (ux, uy, uz) = (u.coord(0), u.coord(1), u.coord(2));
+    let (wx, wy, wz) = (w.coord(0), w.coord(1), w.coord(2));
+    let n = [uy * wz - uz * wy, uz * wx - ux * wz, ux * wy - uy * wx];
+    let n = P::from_fn(|k| n[k]);
+    let l = length(n);
+    if l > 0.0 { n * (1.0 / l) } else { up::<P>() }
+}
+
+/// Applies a contact to a particle: push out by the depth, and reverse and
+/// damp the normal component of the velocity relative to `solid_velocity`
+/// if it points into the solid.
+#[inline]
+pub fn resolve<P: Point>(x: &mut P, v: &mut P, c: Contact<P>, solid_velocity: P, damping: f32) {
+    *x += c.normal * c.depth;
+    let vn = (*v - solid_velocity).dot(c.normal);
+    if vn < 0.0 {
+        *v -= c.normal * ((1.0 + damping) * vn);
+    }
+}
+
+/// Keeps a particle inside `domain` (seed §2.4): each coordinate is clamped
+/// to the walls and, if the particle moves outwards there, that velocity
+/// component is reversed and multiplied by `damping`.
+#[inline]
+pub fn clamp_to_walls<P: Point>(x: &mut P, v: &mut P, domain: &P::Aabb, damping: f32) {
+    let (lo, hi) = (domain.min(), domain.max());
+    let mut xs = [0.0f32; 3];
+    let mut vs = [0.0f32; 3];
+    for k in 0..P::DIM {
+        let (mut xk, mut vk) = (x.coord(k), v.coord(k));
+        if xk < lo.coord(k) {
+            xk = lo.coord(k);
+            if vk < 0.0 {
+                vk *= -damping;
+            }
+        } else if xk > hi.coord(k) {
+            xk = hi.coord(k);
+            if vk > 0.0 {
+                vk *= -damping;
+            }
+        }
+        xs[k] = xk;
+        vs[k] = vk;
+    }
+    *x = P::from_fn(|k| xs[k]);
+    *v = P::from_fn(|k| vs[k]);
+}
+
+/// What the solver asks of the solids around the fluid.
+///
+/// Implemented by `()` (no obstacles: walls only) and by [`Obstacles`].
+pub trait Collider<P: Point> {
+    /// Moves kinematic solids forward by `dt`; called once per step before
+    /// the first collision pass.
+    ///
+    /// # Errors
+    /// A moved solid the broad phase refuses (out of its range).
+    fn advance(&mut self, dt: f32) -> Result<(), Error>;
+
+    /// Resolves the contacts of one particle of collision radius `radius`.
+    ///
+    /// # Errors
+    /// A query the broad phase refuses (a non-finite position).
+    fn collide(&mut self, x: &mut P, v: &mut P, radius: f32, damping: f32) -> Result<(), Error>;
+}
+
+impl<P: Point> Collider<P> for () {
+    fn advance(&mut self, _dt: f32) -> Result<(), Error> {
+        Ok(())
+    }
+    fn collide(&mut self, _: &mut P, _: &mut P, _: f32, _: f32) -> Result<(), Error> {
+        Ok(())
+    }
+}
+
+/// Static and moving obstacles behind a broad phase: each obstacle's bounding
+/// box is stored in `B` under the obstacle's index, and each particle queries
+/// the box of its collision sphere, so the narrow phase only meets the
+/// obstacles near it. Any [`BroadPhase`] fits; the scenes use the
+/// hierarchical hash grid, the linear kd-tree or hierarchical hashing.
+///
+/// Memory: `size_of::<Obstacle<P>>()` (32 bytes in 3D, 28 in 2D) per slot of
+/// `S`, plus the broad phase's own.
+#[derive(Debug)]
+pub struct Obstacles<P: Point, B, S> {
+    shapes: S,
+    len: usize,
+    broad_phase: B,
+    marker: core::marker::PhantomData<P>,
+}
+
+impl<P: Point, B: BroadPhase<P::Aabb>, S: Storage<Obstacle<P>>> Obstacles<P, B, S> {
+    /// An empty set over `shapes` (one slot per obstacle) and an empty
+    /// `broad_phase`.
+    pub const fn new(shapes: S, broad_phase: B) -> Self {
+        Self {
+            shapes,
+            len: 0,
+            broad_phase,
+            marker: core::marker::PhantomData,
+        }
+    }
+
+    /// Obstacles stored.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// `true` if none is stored.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Most obstacles storable: the shape slots, or the broad phase's id
+    /// capacity if smaller.
+    pub fn capacity(&self) -> usize {
+        self.shapes.as_ref().len().min(self.broad_phase.capacity())
+    }
+
+    /// The obstacles, by id.
+    pub fn as_slice(&self) -> &[Obstacle<P>] {
+        &self.shapes.as_ref()[..self.len]
+    }
+
+    /// The broad phase (for its statistics).
+    pub fn broad_phase(&self) -> &B {
+        &self.broad_phase
+    }
+
+    /// Adds an obstacle and returns its id (ids are consecutive from 0).
+    ///
+    /// # Errors
+    /// The shape's [`Shape::check`] error; [`Error::NonFinite`] for a
+    /// non-finite velocity; [`Error::CapacityExceeded`]; the broad phase's
+    /// insert error. Nothing changes on error.
+    pub fn add(&mut self, obstacle: Obstacle<P>) -> Result<u32, Error> {
+        obstacle.shape.check()?;
+        if !obstacle.velocity.is_finite() {
+            return Err(Error::NonFinite);
+        }
+        if self.len >= self.capacity() {
+            return Err(Error::CapacityExceeded {
+                capacity: self.capacity(),
+            });
+        }
+        let id = self.len as u32;
+        self.broad_phase.insert(id, obstacle.shape.bounds())?;
+        self.shapes.as_mut()[self.len] = obstacle;
+        self.len += 1;
+        Ok(id)
+    }
+
+    /// Replaces obstacle `id` (to move it by hand, or change its velocity).
+    ///
+    /// # Errors
+    /// [`Error::UnknownId`], or as [`add`](Self::add). Nothing changes on
+    /// error.
+    pub fn set(&mut self, id: u32, obstacle: Obstacle<P>) -> Result<(), Error> {
+        if id as usize >= self.len {
+            return Err(Error::UnknownId { id });
+        }
+        obstacle.shape.check()?;
+        if !obstacle.velocity.is_finite() {
+            return Err(Error::NonFinite);
+        }
+        self.broad_phase.update(id, obstacle.shape.bounds())?;
+        self.shapes.as_mut()[id as usize] = obstacle;
+        Ok(())
+    }
+
+    /// Removes every obstacle.
+    pub fn clear(&mut self) {
+        self.broad_phase.clear();
+        self.len = 0;
+    }
+}
+
+impl<P: Point, B: BroadPhase<P::Aabb>, S: Storage<Obstacle<P>>> Collider<P> for Obstacles<P, B, S> {
+    fn advance(&mut self, dt: f32) -> Result<(), Error> {
+        // Check every move first so a refused one changes nothing.
+        let shapes = &self.shapes.as_ref()[..self.len];
+        for o in shapes {
+            if o.velocity != P::ZERO {
+                o.shape.translated(o.velocity * dt).check()?;
+            }
+        }
+        for id in 0..self.len {
+            let o = self.shapes.as_ref()[id];
+            if o.velocity != P::ZERO {
+                let moved = o.shape.translated(o.velocity * dt);
+                self.broad_phase.update(id as u32, moved.bounds())?;
+                self.shapes.as_mut()[id].shape = moved;
+            }
+        }
+        Ok(())
+    }
+
+    fn collide(&mut self, x: &mut P, v: &mut P, radius: f32, damping: f32) -> Result<(), Error> {
+        let r = P::from_fn(|_| radius);
+        let query = P::Aabb::try_new(*x - r, *x + r)?;
+        let shapes = &self.shapes.as_ref()[..self.len];
+        self.broad_phase.query(&query, |id| {
+            if let Some(o) = shapes.get(id as usize)
+                && let Some(c) = o.shape.contact(*x, *v, radius)
+            {
+                resolve(x, v, c, o.velocity, damping);
+            }
+        })
+    }
+}

@@ -1,0 +1,804 @@
+//! Smoothed particle hydrodynamics on the crate's neighbour search and broad
+//! phases: the solver of the real-time SPH water-channel seed, on the CPU,
+//! with fixed memory.
+//!
+//! * [`kernel`]: poly6 and its gradient, the spiky gradient, the viscosity
+//!   Laplacian and the cohesion spline (seed eq. 1–4, 14), in 3D and 2D.
+//! * [`Fluid`]: density (eq. 5), pressure by the Tait equation (eq. 7,
+//!   exponent 7) or the ideal-gas form (eq. 6), the symmetric pressure force
+//!   (eq. 9), viscosity (eq. 10), gravity (eq. 11), Akinci et al. 2013
+//!   surface tension (cohesion eq. 13, normals eq. 15, curvature eq. 16,
+//!   correction eq. 17), integrated by the seed's leapfrog variant (eq. 18–21,
+//!   two force evaluations per step) or explicit Euler.
+//! * [`boundary`]: the box walls of §2.4 (clamp, reversal with damping) and
+//!   static or moving spheres, boxes and triangles found through any
+//!   [`BroadPhase`](crate::BroadPhase).
+//! * [`source`]: a block initialiser ([`Fluid::fill_block`]) and a pipe
+//!   [`source::Emitter`].
+//!
+//! The neighbour search is a parameter of [`Fluid::step`]: any
+//! [`NeighborSearch`] (the uniform hashes, hierarchical or multilevel
+//! hashing, brute force). Forces are accumulated pair by pair from
+//! [`NeighborSearch::for_each_pair`], each pair adding equal and opposite
+//! terms to its two particles, so momentum is conserved to rounding.
+//!
+//! Everything is `f32` on one thread, in a fixed order: two runs of the same
+//! scene on one machine are identical bit for bit.
+//!
+//! # Units
+//!
+//! The seed writes forces where it means accelerations; here every term is an
+//! acceleration. The viscosity term is Müller et al.'s force density divided
+//! by `ρᵢ`, `aᵢ = μ/ρᵢ Σⱼ mⱼ (vⱼ − vᵢ)/ρⱼ ∇²W` (the seed prints
+//! `vᵢ − vⱼ`, which would accelerate shear instead of damping it), and the
+//! cohesion force carries Akinci's minus sign (the seed drops it, which would
+//! make cohesion repulsive).
+
+pub mod boundary;
+pub mod kernel;
+pub mod source;
+
+use crate::error::Error;
+use crate::geom::{BoundingBox, Point};
+use crate::storage::Storage;
+use crate::traits::NeighborSearch;
+
+use boundary::{Collider, clamp_to_walls};
+use kernel::Kernels;
+
+/// Equation of state: pressure from density.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum EquationOfState {
+    /// Tait (eq. 7): `p = k((ρ/ρ₀)⁷ − 1)`.
+    Tait,
+    /// Ideal gas (eq. 6, Müller et al. 2003): `p = k(ρ − ρ₀)`.
+    IdealGas,
+}
+
+/// Time integration scheme.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Integrator {
+    /// The seed's leapfrog variant (eq. 18–21, after Cossins 2010): forces at
+    /// `(rᵢ, vᵢ)` give the half step `r_{i+½} = rᵢ + Δt/2·vᵢ`,
+    /// `v_{i+½} = vᵢ + Δt/2·aᵢ`; forces there give
+    /// `v_{i+1} = vᵢ + Δt·a_{i+½}`, `r_{i+1} = rᵢ + Δt/2·(vᵢ + v_{i+1})`.
+    /// Two force evaluations per step.
+    Leapfrog,
+    /// Explicit Euler: `r_{i+1} = rᵢ + Δt·vᵢ`, `v_{i+1} = vᵢ + Δt·aᵢ`. One
+    /// force evaluation per step.
+    Euler,
+}
+
+/// The solver's parameters. [`SphParams::seed`] and [`SphParams::water`]
+/// are the two presets; every field is public for tuning.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct SphParams<P: Point> {
+    /// Smoothing length `h`: kernel support and neighbour radius.
+    pub h: f32,
+    /// Mass of every particle.
+    pub mass: f32,
+    /// Rest density `ρ₀`.
+    pub rest_density: f32,
+    /// Stiffness `k` of the equation of state.
+    pub stiffness: f32,
+    /// Equation of state.
+    pub eos: EquationOfState,
+    /// Clamp negative pressures to zero (no tensile attraction at the free
+    /// surface; cohesion is the surface-tension model's job).
+    pub clamp_negative_pressure: bool,
+    /// Viscosity `μ` (eq. 10).
+    pub viscosity: f32,
+    /// Surface-tension coefficient `γ` (eq. 13, 16); `0` skips the normals
+    /// pass and the surface force.
+    pub surface_tension: f32,
+    /// Gravity (eq. 11), an acceleration.
+    pub gravity: P,
+    /// Velocity factor after a bounce off a wall or obstacle (`0` stops,
+    /// `1` is elastic).
+    pub damping: f32,
+    /// Time step `Δt`.
+    pub dt: f32,
+    /// Integration scheme.
+    pub integrator: Integrator,
+    /// The box walls: particle centres stay inside it.
+    pub domain: P::Aabb,
+    /// Collision radius of a particle against obstacles.
+    pub particle_radius: f32,
+}
+
+/// `P`'s `−y` axis times `g`.
+fn down<P: Point>(g: f32) -> P {
+    P::from_fn(|k| if k == 1 { -g } else { 0.0 })
+}
+
+/// Standard gravity, m/s².
+pub const G: f32 = 9.81;
+
+impl<P: Point> SphParams<P> {
+    /// The seed's parameter table (μ 0.02, k 1, ρ₀ 1, γ 1, damping 0.5) with
+    /// the Tait equation, leapfrog and `Δt = 0.005` (the seed's 32 768
+    /// particle run), gravity `9.81` along `−y`, and the length scales the
+    /// table leaves open: `h = 2·spacing`, the mass that gives a lattice of
+    /// that spacing the density `ρ₀` ([`lattice_mass`](Self::lattice_mass)),
+    /// and a collision radius of half the spacing.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] for a spacing that is not finite and positive
+    /// or too small for `f32` kernels; [`Error::NonFinite`] /
+    /// [`Error::InvertedBox`] for a bad domain.
+    pub fn seed(domain: P::Aabb, spacing: f32) -> Result<Self, Error> {
+        domain.check()?;
+        let h = 2.0 * spacing;
+        let p = Self {
+            h,
+            mass: Self::lattice_mass(h, spacing, 1.0)?,
+            rest_density: 1.0,
+            stiffness: 1.0,
+            eos: EquationOfState::Tait,
+            clamp_negative_pressure: true,
+            viscosity: 0.02,
+            surface_tension: 1.0,
+            gravity: down(G),
+            damping: 0.5,
+            dt: 0.005,
+            integrator: Integrator::Leapfrog,
+            domain,
+            particle_radius: 0.5 * spacing,
+        };
+        p.kernels()?;
+        Ok(p)
+    }
+
+    /// Water in SI units: `ρ₀ = 1000 kg/m³`, `h = 2·spacing`, lattice mass;
+    /// weakly compressible Tait with a speed of sound `c = 10·√(2gH)` (ten
+    /// times the speed of a fall across the domain height `H`, so density
+    /// varies by about 1 %), `k = ρ₀c²/7`; `Δt = 0.4·h/c` (the acoustic CFL
+    /// limit); the viscosity of an artificial viscosity `α = 0.02`,
+    /// `μ = ρ₀·α·h·c / (2(d + 2))` (physical water, `μ = 10⁻³ Pa·s`, is far
+    /// below what the resolution can carry); `γ` such that two particles at
+    /// `h/2` attract with `g/10`; wall damping 0.5.
+    ///
+    /// # Errors
+    /// As [`seed`](Self::seed), and [`Error::InvalidConfig`] for a domain of
+    /// zero height.
+    pub fn water(domain: P::Aabb, spacing: f32) -> Result<Self, Error> {
+        domain.check()?;
+        let height = domain.max().coord(1) - domain.min().coord(1);
+        if !(height.is_finite() && height > 0.0) {
+            return Err(Error::InvalidConfig);
+        }
+        let h = 2.0 * spacing;
+        let rho0 = 1000.0;
+        let mass = Self::lattice_mass(h, spacing, rho0)?;
+        let c = 10.0 * libm::sqrtf(2.0 * G * height);
+        let k = Kernels::new::<P>(h)?;
+        let alpha = 0.02;
+        let dims = P::DIM as f32;
+        let p = Self {
+            h,
+            mass,
+            rest_density: rho0,
+            stiffness: rho0 * c * c / 7.0,
+            eos: EquationOfState::Tait,
+            clamp_negative_pressure: true,
+            viscosity: rho0 * alpha * h * c / (2.0 * (dims + 2.0)),
+            surface_tension: 0.1 * G / (mass * k.cohesion(0.5 * h)),
+            gravity: down(G),
+            damping: 0.5,
+            dt: 0.4 * h / c,
+            integrator: Integrator::Leapfrog,
+            domain,
+            particle_radius: 0.5 * spacing,
+        };
+        p.kernels()?;
+        Ok(p)
+    }
+
+    /// The particle mass for which a particle inside an infinite lattice of
+    /// the given spacing has density `rest_density` (the poly6 sum over the
+    /// lattice points within `h`, the particle itself included).
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] unless `spacing` and `rest_density` are finite
+    /// and positive and `h / spacing` is at most 64; [`Error::InvalidRadius`]
+    /// for a bad `h`.
+    pub fn lattice_mass(h: f32, spacing: f32, rest_density: f32) -> Result<f32, Error> {
+        let k = Kernels::new::<P>(h)?;
+        if !(spacing.is_finite() && spacing > 0.0 && rest_density.is_finite() && rest_density > 0.0)
+        {
+            return Err(Error::InvalidConfig);
+        }
+        let reach = h / spacing;
+        if reach.is_nan() || reach > 64.0 {
+            return Err(Error::InvalidConfig);
+        }
+        let m = reach as i32;
+        let (ny, nz) = match P::DIM {
+            2 => (m, 0),
+            _ => (m, m),
+        };
+        let mut sum = 0.0f64;
+        for a in -m..=m {
+            for b in -ny..=ny {
+                for c in -nz..=nz {
+                    let r2 = ((a * a + b * b + c * c) as f32) * spacing * spacing;
+                    sum += f64::from(k.poly6(r2));
+                }
+            }
+        }
+        let mass = (f64::from(rest_density) / sum) as f32;
+        if mass.is_finite() && mass > 0.0 {
+            Ok(mass)
+        } else {
+            Err(Error::InvalidConfig)
+        }
+    }
+
+    /// Checks every field and returns the kernels of `h`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidRadius`] for a bad `h`; [`Error::InvalidConfig`] for a
+    /// mass, rest density, stiffness or time step that is not finite and
+    /// positive, a viscosity, surface tension, collision radius or damping
+    /// that is negative or not finite (damping at most 1), or a non-finite
+    /// gravity; the domain's [`BoundingBox::check`] error.
+    pub fn kernels(&self) -> Result<Kernels, Error> {
+        let k = Kernels::new::<P>(self.h)?;
+        let positive = [self.mass, self.rest_density, self.stiffness, self.dt];
+        let non_negative = [
+            self.viscosity,
+            self.surface_tension,
+            self.particle_radius,
+            self.damping,
+        ];
+        if !positive.iter().all(|v| v.is_finite() && *v > 0.0)
+            || !non_negative.iter().all(|v| v.is_finite() && *v >= 0.0)
+            || self.damping > 1.0
+            || !self.gravity.is_finite()
+        {
+            return Err(Error::InvalidConfig);
+        }
+        self.domain.check()?;
+        Ok(k)
+    }
+
+    /// Pressure at density `rho`.
+    #[inline]
+    pub fn pressure(&self, rho: f32) -> f32 {
+        let p = match self.eos {
+            EquationOfState::Tait => {
+                let q = rho / self.rest_density;
+                let q2 = q * q;
+                let q3 = q2 * q;
+                self.stiffness * (q3 * q3 * q - 1.0)
+            }
+            EquationOfState::IdealGas => self.stiffness * (rho - self.rest_density),
+        };
+        if self.clamp_negative_pressure {
+            p.max(0.0)
+        } else {
+            p
+        }
+    }
+}
+
+/// Per-particle solver state besides the position.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct ParticleState<P> {
+    /// Velocity.
+    pub velocity: P,
+    /// Acceleration of the last force evaluation.
+    pub acceleration: P,
+    /// Akinci surface normal `nᵢ` (eq. 15) of the last evaluation (zero when
+    /// surface tension is off).
+    pub normal: P,
+    /// Position at the start of the step (leapfrog's `rᵢ`).
+    pub start_position: P,
+    /// Velocity at the start of the step (leapfrog's `vᵢ`).
+    pub start_velocity: P,
+    /// Density of the last evaluation (eq. 5).
+    pub density: f32,
+    /// Pressure of the last evaluation (eq. 6 or 7).
+    pub pressure: f32,
+}
+
+impl<P: Point> ParticleState<P> {
+    /// An unused slot.
+    pub const EMPTY: Self = Self {
+        velocity: P::ZERO,
+        acceleration: P::ZERO,
+        normal: P::ZERO,
+        start_position: P::ZERO,
+        start_velocity: P::ZERO,
+        density: 0.0,
+        pressure: 0.0,
+    };
+}
+
+/// The stages of a step, as reported to a [`StageTimer`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Stage {
+    /// Building the neighbour search over the positions.
+    NeighborSearch,
+    /// Density and pressure (eq. 5–7).
+    Density,
+    /// Surface normals (eq. 15).
+    Normals,
+    /// Pressure, viscosity, gravity and surface forces (eq. 8–17).
+    Forces,
+    /// Position and velocity updates (eq. 18–21).
+    Integration,
+    /// Walls and obstacles (the broad-phase queries and the narrow phase).
+    Collisions,
+}
+
+impl Stage {
+    /// Every stage, in the order of a force evaluation and a step.
+    pub const ALL: [Stage; 6] = [
+        Stage::NeighborSearch,
+        Stage::Density,
+        Stage::Normals,
+        Stage::Forces,
+        Stage::Integration,
+        Stage::Collisions,
+    ];
+
+    /// A short name.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Stage::NeighborSearch => "neighbour search",
+            Stage::Density => "density",
+            Stage::Normals => "normals",
+            Stage::Forces => "forces",
+            Stage::Integration => "integration",
+            Stage::Collisions => "collisions",
+        }
+    }
+}
+
+/// Receives the boundaries of the stages of [`Fluid::step`]; the core has no
+/// clock, so the host supplies one. `()` ignores them.
+pub trait StageTimer {
+    /// `stage` starts.
+    fn begin(&mut self, stage: Stage);
+    /// The stage begun last ends.
+    fn end(&mut self);
+}
+
+impl StageTimer for () {
+    #[inline(always)]
+    fn begin(&mut self, _: Stage) {}
+    #[inline(always)]
+    fn end(&mut self) {}
+}
+
+/// An SPH fluid in fixed memory: positions in `X`, the rest of each
+/// particle's state in `S`; capacity is the shorter buffer.
+///
+/// Memory: `(24d + 8)·N` bytes with `d` axes and `N` the capacity (`80N` in
+/// 3D, `56N` in 2D), plus the neighbour search's.
+///
+/// ```
+/// use spatium::sph::{Fluid, ParticleState, SphParams};
+/// use spatium::uniform::{CellRecord, CellSortedHash, SortedParticle, TableSlot};
+/// use spatium::{Aabb3, Vec3};
+///
+/// let domain = Aabb3::new(Vec3::ZERO, Vec3::new(0.4, 0.4, 0.4))?;
+/// let params = SphParams::seed(domain, 0.02)?;
+/// let mut fluid = Fluid::new([Vec3::ZERO; 1000], [ParticleState::EMPTY; 1000], params);
+/// let block = Aabb3::new(Vec3::ZERO, Vec3::new(0.2, 0.2, 0.2))?;
+/// fluid.fill_block(block, 0.02, Vec3::ZERO)?;
+/// assert_eq!(fluid.len(), 1000);
+/// let mut hash = CellSortedHash::<Vec3, _, _, _>::new(
+///     [TableSlot::EMPTY; 2048], [SortedParticle::EMPTY; 1000], [CellRecord::EMPTY; 1000]);
+/// for _ in 0..10 {
+///     fluid.step(&mut hash, &mut (), &mut ())?;
+/// }
+/// assert!(fluid.state().iter().all(|s| s.density > 0.0));
+/// # Ok::<(), spatium::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct Fluid<P: Point, X, S> {
+    positions: X,
+    state: S,
+    len: usize,
+    params: SphParams<P>,
+    steps: u64,
+}
+
+impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
+    /// An empty fluid over the two buffers. The parameters are checked by
+    /// [`step`](Self::step) (and by [`set_params`](Self::set_params)), so
+    /// this can build a `static`.
+    pub const fn new(positions: X, state: S, params: SphParams<P>) -> Self {
+        Self {
+            positions,
+            state,
+            len: 0,
+            params,
+            steps: 0,
+        }
+    }
+
+    /// Particles stored.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// `true` if there are no particles.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Most particles the buffers hold.
+    pub fn capacity(&self) -> usize {
+        self.positions.as_ref().len().min(self.state.as_ref().len())
+    }
+
+    /// The parameters.
+    pub fn params(&self) -> &SphParams<P> {
+        &self.params
+    }
+
+    /// Replaces the parameters.
+    ///
+    /// # Errors
+    /// [`SphParams::kernels`]' errors; nothing changes on error.
+    pub fn set_params(&mut self, params: SphParams<P>) -> Result<(), Error> {
+        params.kernels()?;
+        self.params = params;
+        Ok(())
+    }
+
+    /// Steps taken.
+    pub fn steps(&self) -> u64 {
+        self.steps
+    }
+
+    /// Positions, by particle id.
+    pub fn positions(&self) -> &[P] {
+        &self.positions.as_ref()[..self.len]
+    }
+
+    /// Per-particle state, by particle id.
+    pub fn state(&self) -> &[ParticleState<P>] {
+        &self.state.as_ref()[..self.len]
+    }
+
+    /// Bytes of the two buffers: `capacity · (size_of::<P>() +
+    /// size_of::<ParticleState<P>>())`.
+    pub fn memory_bytes(&self) -> usize {
+        core::mem::size_of_val(self.positions.as_ref())
+            + core::mem::size_of_val(self.state.as_ref())
+    }
+
+    /// Removes every particle.
+    pub fn clear(&mut self) {
+        self.len = 0;
+    }
+
+    fn check_particle(&self, x: P, v: P) -> Result<(), Error> {
+        if !x.is_finite() || !v.is_finite() {
+            return Err(Error::NonFinite);
+        }
+        let d = self.params.domain;
+        for k in 0..P::DIM {
+            let c = x.coord(k);
+            if c < d.min().coord(k) || c > d.max().coord(k) {
+                return Err(Error::OutOfRange);
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds a particle at `x` with velocity `v`; returns its id.
+    ///
+    /// # Errors
+    /// [`Error::NonFinite`]; [`Error::OutOfRange`] if `x` is outside the
+    /// domain; [`Error::CapacityExceeded`]. Nothing changes on error.
+    pub fn push(&mut self, x: P, v: P) -> Result<u32, Error> {
+        self.check_particle(x, v)?;
+        if self.len >= self.capacity() {
+            return Err(Error::CapacityExceeded {
+                capacity: self.capacity(),
+            });
+        }
+        let id = self.len;
+        self.positions.as_mut()[id] = x;
+        self.state.as_mut()[id] = ParticleState {
+            velocity: v,
+            start_position: x,
+            start_velocity: v,
+            ..ParticleState::EMPTY
+        };
+        self.len += 1;
+        Ok(id as u32)
+    }
+
+    /// Adds the particles of `points` (all or none), each with velocity `v`.
+    ///
+    /// # Errors
+    /// As [`push`](Self::push) for any of them; nothing changes on error.
+    pub fn extend<I: Iterator<Item = P> + Clone>(
+        &mut self,
+        points: I,
+        v: P,
+    ) -> Result<usize, Error> {
+        let mut count = 0usize;
+        for x in points.clone() {
+            self.check_particle(x, v)?;
+            count += 1;
+        }
+        if count > self.capacity() - self.len {
+            return Err(Error::CapacityExceeded {
+                capacity: self.capacity(),
+            });
+        }
+        for x in points {
+            self.push(x, v)?;
+        }
+        Ok(count)
+    }
+
+    /// Fills `region` with a lattice of the given spacing (points at
+    /// `min + (i + ½)·spacing` along each axis, strictly inside the region),
+    /// all with velocity `v`; returns how many were added.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] for a spacing that is not finite and positive
+    /// or a lattice of more than 2³² points; the region's box error; as
+    /// [`extend`](Self::extend). Nothing changes on error.
+    pub fn fill_block(&mut self, region: P::Aabb, spacing: f32, v: P) -> Result<usize, Error> {
+        let lattice = source::Lattice::new(region, spacing)?;
+        self.extend(lattice.points(), v)
+    }
+
+    /// Advances the fluid by one time step `params.dt`: forces from the
+    /// neighbour pairs found by `search` (rebuilt from the positions, radius
+    /// `h`, before each force evaluation), integration, then each particle
+    /// is resolved against `solids` and the walls. Kinematic solids are then
+    /// advanced by `dt`. `timer` is told where each stage begins and ends.
+    ///
+    /// # Errors
+    /// [`SphParams::kernels`]' errors; the neighbour search's build errors
+    /// (for example [`Error::CapacityExceeded`] if it holds fewer particles
+    /// than the fluid); the solids' errors; [`Error::NonFinite`] if the state
+    /// stops being finite (the scene diverged). On error the particles are
+    /// restored to where the step began, and the solids are not advanced.
+    pub fn step<N, C, T>(
+        &mut self,
+        search: &mut N,
+        solids: &mut C,
+        timer: &mut T,
+    ) -> Result<(), Error>
+    where
+        N: NeighborSearch<P>,
+        C: Collider<P>,
+        T: StageTimer,
+    {
+        let kernels = self.params.kernels()?;
+        let n = self.len;
+        {
+            let x = &self.positions.as_ref()[..n];
+            for (s, xi) in self.state.as_mut()[..n].iter_mut().zip(x) {
+                s.start_position = *xi;
+                s.start_velocity = s.velocity;
+            }
+        }
+        let result = self.integrate(&kernels, search, solids, timer);
+        let result = result.and_then(|()| {
+            timer.begin(Stage::Collisions);
+            let r = solids.advance(self.params.dt);
+            timer.end();
+            r
+        });
+        match result {
+            Ok(()) => {
+                self.steps += 1;
+                Ok(())
+            }
+            Err(e) => {
+                let st = &self.state.as_mut()[..n];
+                for (x, s) in self.positions.as_mut()[..n].iter_mut().zip(st) {
+                    *x = s.start_position;
+                }
+                for s in &mut self.state.as_mut()[..n] {
+                    s.velocity = s.start_velocity;
+                }
+                Err(e)
+            }
+        }
+    }
+
+    fn integrate<N, C, T>(
+        &mut self,
+        k: &Kernels,
+        search: &mut N,
+        solids: &mut C,
+        timer: &mut T,
+    ) -> Result<(), Error>
+    where
+        N: NeighborSearch<P>,
+        C: Collider<P>,
+        T: StageTimer,
+    {
+        let n = self.len;
+        let dt = self.params.dt;
+        self.evaluate(k, search, timer)?;
+        match self.params.integrator {
+            Integrator::Leapfrog => {
+                timer.begin(Stage::Integration);
+                let x = &mut self.positions.as_mut()[..n];
+                for (xi, s) in x.iter_mut().zip(&mut self.state.as_mut()[..n]) {
+                    *xi = s.start_position + s.start_velocity * (0.5 * dt);
+                    s.velocity = s.start_velocity + s.acceleration * (0.5 * dt);
+                }
+                timer.end();
+                self.collide(solids, timer)?;
+                self.evaluate(k, search, timer)?;
+                timer.begin(Stage::Integration);
+                let x = &mut self.positions.as_mut()[..n];
+                for (xi, s) in x.iter_mut().zip(&mut self.state.as_mut()[..n]) {
+                    s.velocity = s.start_velocity + s.acceleration * dt;
+                    *xi = s.start_position + (s.start_velocity + s.velocity) * (0.5 * dt);
+                }
+                timer.end();
+            }
+            Integrator::Euler => {
+                timer.begin(Stage::Integration);
+                let x = &mut self.positions.as_mut()[..n];
+                for (xi, s) in x.iter_mut().zip(&mut self.state.as_mut()[..n]) {
+                    *xi = s.start_position + s.start_velocity * dt;
+                    s.velocity = s.start_velocity + s.acceleration * dt;
+                }
+                timer.end();
+            }
+        }
+        self.collide(solids, timer)?;
+        let x = &self.positions.as_ref()[..n];
+        let st = &self.state.as_ref()[..n];
+        if x.iter()
+            .zip(st)
+            .all(|(x, s)| x.is_finite() && s.velocity.is_finite())
+        {
+            Ok(())
+        } else {
+            Err(Error::NonFinite)
+        }
+    }
+
+    /// Obstacles, then walls, for every particle.
+    fn collide<C: Collider<P>, T: StageTimer>(
+        &mut self,
+        solids: &mut C,
+        timer: &mut T,
+    ) -> Result<(), Error> {
+        timer.begin(Stage::Collisions);
+        let n = self.len;
+        let p = &self.params;
+        let x = &mut self.positions.as_mut()[..n];
+        let mut result = Ok(());
+        for (xi, s) in x.iter_mut().zip(&mut self.state.as_mut()[..n]) {
+            if let Err(e) = solids.collide(xi, &mut s.velocity, p.particle_radius, p.damping) {
+                result = Err(e);
+                break;
+            }
+            clamp_to_walls(xi, &mut s.velocity, &p.domain, p.damping);
+        }
+        timer.end();
+        result
+    }
+
+    /// One force evaluation at the current positions and velocities: fills
+    /// density, pressure, normals and acceleration.
+    fn evaluate<N: NeighborSearch<P>, T: StageTimer>(
+        &mut self,
+        k: &Kernels,
+        search: &mut N,
+        timer: &mut T,
+    ) -> Result<(), Error> {
+        let n = self.len;
+        let p = self.params;
+        let m = p.mass;
+        timer.begin(Stage::NeighborSearch);
+        let built = search.build(&self.positions.as_ref()[..n], p.h);
+        timer.end();
+        built?;
+        if search.len() != n {
+            return Err(Error::LengthMismatch {
+                expected: n,
+                got: search.len(),
+            });
+        }
+        let x = &self.positions.as_ref()[..n];
+        let st = &mut self.state.as_mut()[..n];
+
+        timer.begin(Stage::Density);
+        let self_density = m * k.poly6(0.0);
+        for s in st.iter_mut() {
+            s.density = self_density;
+        }
+        search.for_each_pair(|i, j, d2| {
+            let w = m * k.poly6(d2);
+            st[i as usize].density += w;
+            st[j as usize].density += w;
+        });
+        for s in st.iter_mut() {
+            s.pressure = p.pressure(s.density);
+        }
+        timer.end();
+
+        let gamma = p.surface_tension;
+        if gamma > 0.0 {
+            timer.begin(Stage::Normals);
+            for s in st.iter_mut() {
+                s.normal = P::ZERO;
+            }
+            search.for_each_pair(|i, j, d2| {
+                let (i, j) = (i as usize, j as usize);
+                let g = k.poly6_gradient(x[i] - x[j], d2) * (p.h * m);
+                let (ri, rj) = (st[i].density, st[j].density);
+                st[i].normal += g * (1.0 / rj);
+                st[j].normal -= g * (1.0 / ri);
+            });
+            timer.end();
+        }
+
+        timer.begin(Stage::Forces);
+        for s in st.iter_mut() {
+            s.acceleration = p.gravity;
+        }
+        let mu = p.viscosity;
+        let rho0 = p.rest_density;
+        search.for_each_pair(|i, j, d2| {
+            let (i, j) = (i as usize, j as usize);
+            let (si, sj) = (&st[i], &st[j]);
+            let r = x[i] - x[j];
+            let len = libm::sqrtf(d2);
+            let (ri, rj) = (si.density, sj.density);
+            // Pressure (eq. 9), spiky gradient.
+            let pressure = si.pressure / (ri * ri) + sj.pressure / (rj * rj);
+            let mut a = k.spiky_gradient(r, len) * (-m * pressure);
+            // Viscosity (eq. 10, divided by ρᵢ).
+            a += (sj.velocity - si.velocity) * (mu * m * k.viscosity_laplacian(len) / (ri * rj));
+            // Surface tension (eq. 13, 16, 17), per unit mass of i.
+            if gamma > 0.0 {
+                let mut f = (si.normal - sj.normal) * (-gamma);
+                if len > 0.0 {
+                    f += r * (-gamma * m * k.cohesion(len) / len);
+                }
+                a += f * (2.0 * rho0 / (ri + rj));
+            }
+            st[i].acceleration += a;
+            st[j].acceleration -= a;
+        });
+        timer.end();
+        Ok(())
+    }
+
+    /// Total kinetic energy `Σ ½m|v|²`.
+    pub fn kinetic_energy(&self) -> f64 {
+        let m = f64::from(self.params.mass);
+        self.state()
+            .iter()
+            .map(|s| 0.5 * m * f64::from(s.velocity.dot(s.velocity)))
+            .sum()
+    }
+
+    /// Total momentum `Σ m·v`, per axis (`f64` sums).
+    pub fn momentum(&self) -> [f64; 3] {
+        let m = f64::from(self.params.mass);
+        let mut out = [0.0f64; 3];
+        for s in self.state() {
+            for (k, o) in out.iter_mut().enumerate().take(P::DIM) {
+                *o += m * f64::from(s.velocity.coord(k));
+            }
+        }
+        out
+    }
+}

@@ -1,0 +1,240 @@
+//! Where particles come from: a block lattice ([`Lattice`], used by
+//! [`Fluid::fill_block`](super::Fluid::fill_block)) and a pipe [`Emitter`].
+
+use crate::error::Error;
+use crate::geom::{BoundingBox, Point};
+use crate::storage::Storage;
+
+use super::{Fluid, ParticleState};
+
+/// A regular lattice filling a box: points at `min + (i + ½)·spacing` along
+/// each axis, for every `i` that keeps the point inside the box.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Lattice<P: Point> {
+    origin: P,
+    spacing: f32,
+    counts: [u32; 3],
+}
+
+impl<P: Point> Lattice<P> {
+    /// The lattice of `region` at `spacing`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] for a spacing that is not finite and positive
+    /// or more than 2³² points; the region's [`BoundingBox::check`] error.
+    pub fn new(region: P::Aabb, spacing: f32) -> Result<Self, Error> {
+        region.check()?;
+        if !(spacing.is_finite() && spacing > 0.0) {
+            return Err(Error::InvalidConfig);
+        }
+        let mut counts = [1u32; 3];
+        let mut total = 1u64;
+        for (k, c) in counts.iter_mut().enumerate().take(P::DIM) {
+            let extent = region.max().coord(k) - region.min().coord(k);
+            let n = libm::floorf(extent / spacing);
+            if !(n.is_finite() && n < 4.0e9) {
+                return Err(Error::InvalidConfig);
+            }
+            *c = n as u32;
+            total = total.saturating_mul(u64::from(*c));
+        }
+        if total > u64::from(u32::MAX) {
+            return Err(Error::InvalidConfig);
+        }
+        let half = P::from_fn(|_| 0.5 * spacing);
+        Ok(Self {
+            origin: region.min() + half,
+            spacing,
+            counts,
+        })
+    }
+
+    /// Number of points.
+    pub fn len(&self) -> usize {
+        self.counts[..P::DIM].iter().map(|&c| c as usize).product()
+    }
+
+    /// `true` if the region is thinner than the spacing on some axis.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The points, x fastest.
+    pub fn points(&self) -> impl Iterator<Item = P> + Clone + '_ {
+        let [nx, ny, _] = self.counts;
+        (0..self.len()).map(move |i| {
+            let idx = [
+                i % nx as usize,
+                (i / nx as usize) % ny.max(1) as usize,
+                i / (nx as usize * ny.max(1) as usize),
+            ];
+            self.origin + P::from_fn(|k| idx[k] as f32 * self.spacing)
+        })
+    }
+}
+
+/// A pipe that pours fluid: every time the fluid it emitted has moved one
+/// spacing away from the mouth, it spawns a new layer — the lattice points of
+/// a disc (a segment in 2D) of the pipe's radius, perpendicular to the flow —
+/// moving at the pipe's speed, until it has emitted its budget.
+///
+/// Layers are spawned whole: a layer that does not fit in the fluid is not
+/// spawned at all, the call returns [`Error::CapacityExceeded`], and it is
+/// tried again on the next call. [`emitted`](Self::emitted) always equals the
+/// number of particles this emitter has added.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Emitter<P: Point> {
+    origin: P,
+    direction: P,
+    basis: [P; 2],
+    speed: f32,
+    radius: f32,
+    spacing: f32,
+    budget: u32,
+    emitted: u32,
+    travelled: f32,
+}
+
+impl<P: Point> Emitter<P> {
+    /// A pipe whose mouth is centred at `origin`, pouring along `direction`
+    /// (normalised here) at `speed`, of the given `radius` and lattice
+    /// `spacing`, that emits `budget` particles in all.
+    ///
+    /// # Errors
+    /// [`Error::NonFinite`] for a non-finite origin or direction;
+    /// [`Error::InvalidConfig`] for a zero direction, a speed or spacing that
+    /// is not finite and positive, a negative or non-finite radius, or more
+    /// than 2¹⁶ points per layer.
+    pub fn new(
+        origin: P,
+        direction: P,
+        speed: f32,
+        radius: f32,
+        spacing: f32,
+        budget: u32,
+    ) -> Result<Self, Error> {
+        if !origin.is_finite() || !direction.is_finite() {
+            return Err(Error::NonFinite);
+        }
+        let len = libm::sqrtf(direction.dot(direction));
+        let positive = |v: f32| v.is_finite() && v > 0.0;
+        if !(positive(len)
+            && positive(speed)
+            && positive(spacing)
+            && radius.is_finite()
+            && radius >= 0.0)
+        {
+            return Err(Error::InvalidConfig);
+        }
+        if radius / spacing > 128.0 {
+            return Err(Error::InvalidConfig);
+        }
+        let direction = direction * (1.0 / len);
+        // Basis of the plane across the pipe: the axes least aligned with the
+        // direction, made orthonormal to it and to each other.
+        let mut axes = [0usize, 1, 2];
+        let axes = &mut axes[..P::DIM];
+        axes.sort_unstable_by(|&a, &b| {
+            libm::fabsf(direction.coord(a)).total_cmp(&libm::fabsf(direction.coord(b)))
+        });
+        let mut basis = [P::ZERO; 2];
+        let mut found = 0;
+        for &axis in axes.iter() {
+            if found + 1 >= P::DIM {
+                break;
+            }
+            let mut e = P::from_fn(|k| if k == axis { 1.0 } else { 0.0 });
+            e -= direction * e.dot(direction);
+            for b in &basis[..found] {
+                e -= *b * e.dot(*b);
+            }
+            let l = libm::sqrtf(e.dot(e));
+            if l > 1e-3 {
+                basis[found] = e * (1.0 / l);
+                found += 1;
+            }
+        }
+        let e = Self {
+            origin,
+            direction,
+            basis,
+            speed,
+            radius,
+            spacing,
+            budget,
+            emitted: 0,
+            travelled: spacing,
+        };
+        if e.layer_len() > 1 << 16 {
+            return Err(Error::InvalidConfig);
+        }
+        Ok(e)
+    }
+
+    /// Particles emitted so far.
+    pub fn emitted(&self) -> u32 {
+        self.emitted
+    }
+
+    /// Particles still to emit.
+    pub fn remaining(&self) -> u32 {
+        self.budget - self.emitted
+    }
+
+    /// Points in a full layer.
+    pub fn layer_len(&self) -> usize {
+        self.layer(self.origin).count()
+    }
+
+    /// The layer's points with its centre at `centre`.
+    fn layer(&self, centre: P) -> impl Iterator<Item = P> + Clone + '_ {
+        let m = libm::floorf(self.radius / self.spacing) as i32;
+        let q = self.radius / self.spacing;
+        let limit = q * q * (1.0 + 1e-5);
+        let mb = if P::DIM == 3 { m } else { 0 };
+        (-m..=m)
+            .flat_map(move |a| (-mb..=mb).map(move |b| (a, b)))
+            .filter(move |&(a, b)| ((a * a + b * b) as f32) <= limit)
+            .map(move |(a, b)| {
+                centre
+                    + self.basis[0] * (a as f32 * self.spacing)
+                    + self.basis[1] * (b as f32 * self.spacing)
+            })
+    }
+
+    /// Advances the pipe by `dt` and spawns the layers due into `fluid`;
+    /// returns how many particles were added.
+    ///
+    /// # Errors
+    /// [`Error::CapacityExceeded`] if a due layer does not fit (it stays due;
+    /// earlier layers of the call are kept); [`Error::OutOfRange`] if a
+    /// layer point lies outside the fluid's domain; [`Error::InvalidConfig`]
+    /// for a `dt` that is not finite and non-negative.
+    pub fn emit<X, S>(&mut self, fluid: &mut Fluid<P, X, S>, dt: f32) -> Result<usize, Error>
+    where
+        X: Storage<P>,
+        S: Storage<ParticleState<P>>,
+    {
+        if !(dt.is_finite() && dt >= 0.0) {
+            return Err(Error::InvalidConfig);
+        }
+        if self.emitted >= self.budget {
+            return Ok(0);
+        }
+        self.travelled += self.speed * dt;
+        let velocity = self.direction * self.speed;
+        let mut added = 0usize;
+        while self.travelled >= self.spacing && self.emitted < self.budget {
+            let ahead = self.travelled - self.spacing;
+            let centre = self.origin + self.direction * ahead;
+            let take = self.remaining() as usize;
+            let layer = self.layer(centre).take(take);
+            let count = fluid.extend(layer, velocity)?;
+            self.emitted += count as u32;
+            added += count;
+            self.travelled -= self.spacing;
+        }
+        Ok(added)
+    }
+}
