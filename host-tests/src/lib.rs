@@ -10,6 +10,7 @@ pub mod oracle;
 pub mod pouchol;
 pub mod rng;
 pub mod scenarios;
+pub mod sph;
 
 pub use rng::Rng;
 pub use scenarios::{BoxScenario, PointScenario};

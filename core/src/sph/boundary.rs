@@ -193,8 +193,12 @@ impl<P: Point> Shape<P> {
     /// The contact of a particle of collision radius `r` at `x` moving with
     /// velocity `v`, if it touches the shape (closer than `r`, or inside).
     /// `v` only breaks the tie of a particle exactly on a 3D triangle's plane
-    /// (the normal faces against the motion).
-    pub fn contact(&self, x: P, v: P, r: f32) -> Option<Contact<P>> {
+    /// (the normal faces against the motion). `walls`, if given, are the box
+    /// the particle must stay in: a particle inside a box obstacle leaves
+    /// through the nearest face whose exit point is inside the walls (so a
+    /// box standing on the floor pushes sideways or up, never into the
+    /// floor), or the nearest face if none is.
+    pub fn contact(&self, x: P, v: P, r: f32, walls: Option<&P::Aabb>) -> Option<Contact<P>> {
         match *self {
             Shape::Sphere { center, radius } => {
                 let d = x - center;
@@ -228,19 +232,23 @@ impl<P: Point> Shape<P> {
                         depth: r - dist,
                     });
                 }
-                // Inside (or on the surface): out through the nearest face.
-                let mut best = (f32::INFINITY, 0usize, 1.0f32);
+                // Inside (or on the surface): out through the nearest face,
+                // preferring faces whose exit point is inside the walls.
+                let mut best = (false, f32::INFINITY, 0usize, 1.0f32);
                 for k in 0..P::DIM {
-                    let below = x.coord(k) - lo.coord(k);
-                    let above = hi.coord(k) - x.coord(k);
-                    if below < best.0 {
-                        best = (below, k, -1.0);
-                    }
-                    if above < best.0 {
-                        best = (above, k, 1.0);
+                    let faces = [
+                        (x.coord(k) - lo.coord(k), lo.coord(k) - r, -1.0),
+                        (hi.coord(k) - x.coord(k), hi.coord(k) + r, 1.0),
+                    ];
+                    for (dist, exit, sign) in faces {
+                        let open = walls
+                            .is_none_or(|w| exit >= w.min().coord(k) && exit <= w.max().coord(k));
+                        if (open && !best.0) || (open == best.0 && dist < best.1) {
+                            best = (open, dist, k, sign);
+                        }
                     }
                 }
-                let (dist, axis, sign) = best;
+                let (_, dist, axis, sign) = best;
                 Some(Contact {
                     normal: P::from_fn(|k| if k == axis { sign } else { 0.0 }),
                     depth: dist + r,
@@ -349,29 +357,34 @@ pub fn clamp_to_walls<P: Point>(x: &mut P, v: &mut P, domain: &P::Aabb, damping:
     *v = P::from_fn(|k| vs[k]);
 }
 
-/// What the solver asks of the solids around the fluid.
+/// Most contact-resolution passes per particle and step in
+/// [`Obstacles`]' [`Collider::collide`] (a pass that finds no contact ends
+/// it early).
+pub const CONTACT_PASSES: usize = 4;
+
+/// What the solver asks of the solids around the fluid: contact
+/// resolution only. Solids are kinematic, so moving them is the caller's
+/// business between steps ([`Obstacles::advance`]); a step never moves them.
 ///
 /// Implemented by `()` (no obstacles: walls only) and by [`Obstacles`].
 pub trait Collider<P: Point> {
-    /// Moves kinematic solids forward by `dt`; called once per step before
-    /// the first collision pass.
-    ///
-    /// # Errors
-    /// A moved solid the broad phase refuses (out of its range).
-    fn advance(&mut self, dt: f32) -> Result<(), Error>;
-
-    /// Resolves the contacts of one particle of collision radius `radius`.
+    /// Resolves the contacts of one particle of collision radius `radius`,
+    /// which must end inside `walls` (see [`Shape::contact`]).
     ///
     /// # Errors
     /// A query the broad phase refuses (a non-finite position).
-    fn collide(&mut self, x: &mut P, v: &mut P, radius: f32, damping: f32) -> Result<(), Error>;
+    fn collide(
+        &mut self,
+        x: &mut P,
+        v: &mut P,
+        radius: f32,
+        damping: f32,
+        walls: &P::Aabb,
+    ) -> Result<(), Error>;
 }
 
 impl<P: Point> Collider<P> for () {
-    fn advance(&mut self, _dt: f32) -> Result<(), Error> {
-        Ok(())
-    }
-    fn collide(&mut self, _: &mut P, _: &mut P, _: f32, _: f32) -> Result<(), Error> {
+    fn collide(&mut self, _: &mut P, _: &mut P, _: f32, _: f32, _: &P::Aabb) -> Result<(), Error> {
         Ok(())
     }
 }
@@ -476,13 +489,24 @@ impl<P: Point, B: BroadPhase<P::Aabb>, S: Storage<Obstacle<P>>> Obstacles<P, B, 
         self.broad_phase.clear();
         self.len = 0;
     }
-}
 
-impl<P: Point, B: BroadPhase<P::Aabb>, S: Storage<Obstacle<P>>> Collider<P> for Obstacles<P, B, S> {
-    fn advance(&mut self, dt: f32) -> Result<(), Error> {
-        // Check every move first so a refused one changes nothing.
-        let shapes = &self.shapes.as_ref()[..self.len];
-        for o in shapes {
+    /// Moves every obstacle with a non-zero velocity by `velocity · dt`
+    /// (kinematic obstacles: call it once per step, before
+    /// [`Fluid::step`](super::Fluid::step), so contacts are resolved against
+    /// where the solids are at the end of the step).
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] for a non-finite `dt`; a moved shape that
+    /// fails [`Shape::check`] (coordinates overflowing to infinity) or that
+    /// the broad phase refuses. Every move is checked before any is made, so
+    /// nothing changes on error — except that a broad phase whose update
+    /// fails for a reason it cannot check in advance (none in this crate)
+    /// would leave the obstacles before the failing one moved.
+    pub fn advance(&mut self, dt: f32) -> Result<(), Error> {
+        if !dt.is_finite() {
+            return Err(Error::InvalidConfig);
+        }
+        for o in &self.shapes.as_ref()[..self.len] {
             if o.velocity != P::ZERO {
                 o.shape.translated(o.velocity * dt).check()?;
             }
@@ -497,17 +521,37 @@ impl<P: Point, B: BroadPhase<P::Aabb>, S: Storage<Obstacle<P>>> Collider<P> for 
         }
         Ok(())
     }
+}
 
-    fn collide(&mut self, x: &mut P, v: &mut P, radius: f32, damping: f32) -> Result<(), Error> {
+impl<P: Point, B: BroadPhase<P::Aabb>, S: Storage<Obstacle<P>>> Collider<P> for Obstacles<P, B, S> {
+    fn collide(
+        &mut self,
+        x: &mut P,
+        v: &mut P,
+        radius: f32,
+        damping: f32,
+        walls: &P::Aabb,
+    ) -> Result<(), Error> {
+        // A particle wedged between solids (two triangles of a ramp, a
+        // sphere on a box) can be pushed from one into the other: resolve
+        // again, up to `CONTACT_PASSES` times, while contacts remain.
         let r = P::from_fn(|_| radius);
-        let query = P::Aabb::try_new(*x - r, *x + r)?;
         let shapes = &self.shapes.as_ref()[..self.len];
-        self.broad_phase.query(&query, |id| {
-            if let Some(o) = shapes.get(id as usize)
-                && let Some(c) = o.shape.contact(*x, *v, radius)
-            {
-                resolve(x, v, c, o.velocity, damping);
+        for _ in 0..CONTACT_PASSES {
+            let query = P::Aabb::try_new(*x - r, *x + r)?;
+            let mut touched = false;
+            self.broad_phase.query(&query, |id| {
+                if let Some(o) = shapes.get(id as usize)
+                    && let Some(c) = o.shape.contact(*x, *v, radius, Some(walls))
+                {
+                    resolve(x, v, c, o.velocity, damping);
+                    touched = true;
+                }
+            })?;
+            if !touched {
+                break;
             }
-        })
+        }
+        Ok(())
     }
 }

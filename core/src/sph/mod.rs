@@ -156,9 +156,10 @@ impl<P: Point> SphParams<P> {
     /// weakly compressible Tait with a speed of sound `c = 10·√(2gH)` (ten
     /// times the speed of a fall across the domain height `H`, so density
     /// varies by about 1 %), `k = ρ₀c²/7`; `Δt = 0.4·h/c` (the acoustic CFL
-    /// limit); the viscosity of an artificial viscosity `α = 0.02`,
+    /// limit); the viscosity of an artificial viscosity `α = 0.1`,
     /// `μ = ρ₀·α·h·c / (2(d + 2))` (physical water, `μ = 10⁻³ Pa·s`, is far
-    /// below what the resolution can carry); `γ` such that two particles at
+    /// below what the resolution can carry; with the seed's clamping walls,
+    /// `α = 0.02` lets a resting column slosh with metres per second); `γ` such that two particles at
     /// `h/2` attract with `g/10`; wall damping 0.5.
     ///
     /// # Errors
@@ -175,7 +176,7 @@ impl<P: Point> SphParams<P> {
         let mass = Self::lattice_mass(h, spacing, rho0)?;
         let c = 10.0 * libm::sqrtf(2.0 * G * height);
         let k = Kernels::new::<P>(h)?;
-        let alpha = 0.02;
+        let alpha = 0.1;
         let dims = P::DIM as f32;
         let p = Self {
             h,
@@ -561,15 +562,17 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
     /// Advances the fluid by one time step `params.dt`: forces from the
     /// neighbour pairs found by `search` (rebuilt from the positions, radius
     /// `h`, before each force evaluation), integration, then each particle
-    /// is resolved against `solids` and the walls. Kinematic solids are then
-    /// advanced by `dt`. `timer` is told where each stage begins and ends.
+    /// is resolved against `solids` and the walls (solids do not move during
+    /// a step; see [`boundary::Obstacles::advance`]). `timer` is told where
+    /// each stage begins and ends.
     ///
     /// # Errors
     /// [`SphParams::kernels`]' errors; the neighbour search's build errors
     /// (for example [`Error::CapacityExceeded`] if it holds fewer particles
     /// than the fluid); the solids' errors; [`Error::NonFinite`] if the state
     /// stops being finite (the scene diverged). On error the particles are
-    /// restored to where the step began, and the solids are not advanced.
+    /// restored to where the step began (the densities, pressures, normals
+    /// and accelerations of the failed evaluation may remain).
     pub fn step<N, C, T>(
         &mut self,
         search: &mut N,
@@ -590,14 +593,7 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
                 s.start_velocity = s.velocity;
             }
         }
-        let result = self.integrate(&kernels, search, solids, timer);
-        let result = result.and_then(|()| {
-            timer.begin(Stage::Collisions);
-            let r = solids.advance(self.params.dt);
-            timer.end();
-            r
-        });
-        match result {
+        match self.integrate(&kernels, search, solids, timer) {
             Ok(()) => {
                 self.steps += 1;
                 Ok(())
@@ -672,7 +668,7 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
         }
     }
 
-    /// Obstacles, then walls, for every particle.
+    /// Walls, obstacles, walls again, for every particle.
     fn collide<C: Collider<P>, T: StageTimer>(
         &mut self,
         solids: &mut C,
@@ -684,7 +680,12 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
         let x = &mut self.positions.as_mut()[..n];
         let mut result = Ok(());
         for (xi, s) in x.iter_mut().zip(&mut self.state.as_mut()[..n]) {
-            if let Err(e) = solids.collide(xi, &mut s.velocity, p.particle_radius, p.damping) {
+            // Walls first, so a solid standing on a wall pushes along the
+            // wall; then the walls again, so the particle ends inside.
+            clamp_to_walls(xi, &mut s.velocity, &p.domain, p.damping);
+            if let Err(e) =
+                solids.collide(xi, &mut s.velocity, p.particle_radius, p.damping, &p.domain)
+            {
                 result = Err(e);
                 break;
             }

@@ -207,8 +207,9 @@ impl<P: Point> Emitter<P> {
     /// returns how many particles were added.
     ///
     /// # Errors
-    /// [`Error::CapacityExceeded`] if a due layer does not fit (it stays due;
-    /// earlier layers of the call are kept); [`Error::OutOfRange`] if a
+    /// [`Error::CapacityExceeded`] if a due layer does not fit (it stays due,
+    /// at the mouth: a blocked pipe builds no backlog; earlier layers of the
+    /// call are kept); [`Error::OutOfRange`] if a
     /// layer point lies outside the fluid's domain; [`Error::InvalidConfig`]
     /// for a `dt` that is not finite and non-negative.
     pub fn emit<X, S>(&mut self, fluid: &mut Fluid<P, X, S>, dt: f32) -> Result<usize, Error>
@@ -230,7 +231,14 @@ impl<P: Point> Emitter<P> {
             let centre = self.origin + self.direction * ahead;
             let take = self.remaining() as usize;
             let layer = self.layer(centre).take(take);
-            let count = fluid.extend(layer, velocity)?;
+            let count = match fluid.extend(layer, velocity) {
+                Ok(count) => count,
+                Err(e) => {
+                    // Blocked: keep one layer due at the mouth, no backlog.
+                    self.travelled = self.travelled.min(self.spacing);
+                    return Err(e);
+                }
+            };
             self.emitted += count as u32;
             added += count;
             self.travelled -= self.spacing;
