@@ -556,6 +556,12 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
     /// [`extend`](Self::extend). Nothing changes on error.
     pub fn fill_block(&mut self, region: P::Aabb, spacing: f32, v: P) -> Result<usize, Error> {
         let lattice = source::Lattice::new(region, spacing)?;
+        // Refuse an oversized block before visiting its points.
+        if lattice.len() > self.capacity() - self.len {
+            return Err(Error::CapacityExceeded {
+                capacity: self.capacity(),
+            });
+        }
         self.extend(lattice.points(), v)
     }
 

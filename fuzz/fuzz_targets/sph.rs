@@ -1,0 +1,290 @@
+//! Fuzzing of the SPH solver (`spatium::sph`), in 2D and 3D, with raw `f32`
+//! inputs everywhere (NaN, infinities, huge and tiny values).
+//!
+//! The input decodes into operations on a small fluid (capacity 32) with a
+//! uniform hash sized for it, a second hash too small for it, obstacles
+//! behind a hierarchical hash grid, and a pipe emitter: pushes, blocks,
+//! emitter creation and emission, steps, parameter changes (raw fields),
+//! obstacle additions, replacements and moves, and kernel evaluations.
+//! Checked after every operation: no panic; a refused push, block, step,
+//! parameter change or obstacle change leaves every particle's position
+//! and velocity bit for bit as it was; every successful step leaves every
+//! particle finite and inside the walls; the emitter's count equals the
+//! particles it added; the length never exceeds the capacity.
+
+#![no_main]
+
+use arbitrary::Arbitrary;
+use libfuzzer_sys::fuzz_target;
+use spatium::sph::boundary::{Obstacle, Obstacles, Shape};
+use spatium::sph::kernel::Kernels;
+use spatium::sph::source::Emitter;
+use spatium::sph::{EquationOfState, Fluid, Integrator, ParticleState, SphParams};
+use spatium::uniform::{CellRecord, CellSortedHash, SortedParticle, TableSlot};
+use spatium::{
+    BoundingBox, HhgConfig, HhgRecord, HhgSlot, HierarchicalHashGrid, Point, Vec2, Vec3,
+};
+
+const CAP: usize = 32;
+const SOLIDS: usize = 6;
+const MAX_OPS: usize = 64;
+
+#[derive(Arbitrary, Debug, Clone, Copy)]
+enum Op {
+    Push([f32; 3], [f32; 3]),
+    Fill([f32; 3], [f32; 3], f32),
+    NewEmitter([f32; 3], [f32; 3], f32, f32, f32, u8),
+    Emit(f32),
+    Step,
+    StepSmall,
+    Params(RawParams),
+    Seed(f32, bool),
+    AddSolid(RawShape, [f32; 3]),
+    SetSolid(u8, RawShape, [f32; 3]),
+    Advance(f32),
+    Kernel(f32, f32),
+    Clear,
+}
+
+#[derive(Arbitrary, Debug, Clone, Copy)]
+struct RawParams {
+    h: f32,
+    mass: f32,
+    rest_density: f32,
+    stiffness: f32,
+    ideal_gas: bool,
+    clamp: bool,
+    viscosity: f32,
+    surface_tension: f32,
+    gravity: [f32; 3],
+    damping: f32,
+    dt: f32,
+    euler: bool,
+    domain: ([f32; 3], [f32; 3]),
+    particle_radius: f32,
+}
+
+#[derive(Arbitrary, Debug, Clone, Copy)]
+enum RawShape {
+    Sphere([f32; 3], f32),
+    Box([f32; 3], [f32; 3]),
+    Triangle([f32; 3], [f32; 3], [f32; 3]),
+}
+
+#[derive(Arbitrary, Debug)]
+struct Input {
+    three_d: bool,
+    ops: Vec<Op>,
+}
+
+type Hash<P> = CellSortedHash<P, Vec<TableSlot>, Vec<SortedParticle<P>>, Vec<CellRecord<P>>>;
+type Grid<B> = HierarchicalHashGrid<B, Vec<HhgSlot<B>>, Vec<HhgRecord>, Vec<u32>>;
+
+fn at<P: Point>(c: [f32; 3]) -> P {
+    P::from_fn(|k| c[k])
+}
+
+fn hash<P: Point>(cap: usize, table: usize) -> Hash<P> {
+    CellSortedHash::new(
+        vec![TableSlot::EMPTY; table],
+        vec![SortedParticle::EMPTY; cap],
+        vec![CellRecord::EMPTY; cap],
+    )
+}
+
+fn shape<P: Point>(s: RawShape) -> Shape<P> {
+    match s {
+        RawShape::Sphere(c, r) => Shape::Sphere {
+            center: at(c),
+            radius: r,
+        },
+        // An inverted or NaN box is refused by `Obstacles::add`'s check.
+        RawShape::Box(lo, hi) => {
+            Shape::Box(P::Aabb::try_new(at(lo), at(hi)).unwrap_or(P::Aabb::NAN))
+        }
+        RawShape::Triangle(a, b, c) => Shape::Triangle([at(a), at(b), at(c)]),
+    }
+}
+
+fn snapshot<P: Point>(f: &Fluid<P, Vec<P>, Vec<ParticleState<P>>>) -> Vec<[u32; 6]> {
+    f.positions()
+        .iter()
+        .zip(f.state())
+        .map(|(x, s)| {
+            let mut b = [0u32; 6];
+            for k in 0..P::DIM {
+                b[k] = x.coord(k).to_bits();
+                b[3 + k] = s.velocity.coord(k).to_bits();
+            }
+            b
+        })
+        .collect()
+}
+
+fn run<P: Point>(ops: &[Op]) {
+    let domain = P::Aabb::try_new(P::ZERO, P::from_fn(|_| 1.0)).unwrap();
+    let mut fluid = Fluid::new(
+        vec![P::ZERO; CAP],
+        vec![ParticleState::EMPTY; CAP],
+        SphParams::seed(domain, 0.1).unwrap(),
+    );
+    let mut ns = hash::<P>(CAP, 64);
+    let mut small = hash::<P>(CAP / 4, 8);
+    let cfg = HhgConfig::DEFAULT;
+    let grid: Grid<P::Aabb> = HierarchicalHashGrid::new(
+        vec![HhgSlot::EMPTY; SOLIDS],
+        vec![HhgRecord::EMPTY; SOLIDS],
+        vec![0; 4 * cfg.arena_words_for::<P::Aabb>(SOLIDS)],
+        cfg,
+    );
+    let mut solids = Obstacles::new(vec![Obstacle::EMPTY; SOLIDS], grid);
+    let mut pipe: Option<Emitter<P>> = None;
+    for op in ops.iter().take(MAX_OPS) {
+        let before = snapshot(&fluid);
+        let len = fluid.len();
+        let mut must_keep = false;
+        match *op {
+            Op::Push(x, v) => must_keep = fluid.push(at(x), at(v)).is_err(),
+            Op::Fill(lo, hi, s) => {
+                if let Ok(region) = P::Aabb::try_new(at(lo), at(hi)) {
+                    match fluid.fill_block(region, s, P::ZERO) {
+                        Ok(n) => assert_eq!(fluid.len(), len + n),
+                        Err(_) => must_keep = true,
+                    }
+                }
+            }
+            Op::NewEmitter(o, d, speed, radius, spacing, budget) => {
+                pipe = Emitter::new(at(o), at(d), speed, radius, spacing, u32::from(budget)).ok();
+            }
+            Op::Emit(dt) => {
+                if let Some(e) = pipe.as_mut() {
+                    let e0 = e.emitted();
+                    let _ = e.emit(&mut fluid, dt);
+                    assert_eq!(fluid.len() - len, (e.emitted() - e0) as usize);
+                }
+            }
+            Op::Step | Op::StepSmall => {
+                let r = if matches!(op, Op::Step) {
+                    fluid.step(&mut ns, &mut solids, &mut ())
+                } else {
+                    fluid.step(&mut small, &mut solids, &mut ())
+                };
+                match r {
+                    Ok(()) => {
+                        let d = fluid.params().domain;
+                        for (x, s) in fluid.positions().iter().zip(fluid.state()) {
+                            assert!(x.is_finite() && s.velocity.is_finite());
+                            for k in 0..P::DIM {
+                                assert!(
+                                    x.coord(k) >= d.min().coord(k)
+                                        && x.coord(k) <= d.max().coord(k)
+                                );
+                            }
+                        }
+                    }
+                    Err(_) => must_keep = true,
+                }
+            }
+            Op::Params(r) => {
+                let p = SphParams {
+                    h: r.h,
+                    mass: r.mass,
+                    rest_density: r.rest_density,
+                    stiffness: r.stiffness,
+                    eos: if r.ideal_gas {
+                        EquationOfState::IdealGas
+                    } else {
+                        EquationOfState::Tait
+                    },
+                    clamp_negative_pressure: r.clamp,
+                    viscosity: r.viscosity,
+                    surface_tension: r.surface_tension,
+                    gravity: at(r.gravity),
+                    damping: r.damping,
+                    dt: r.dt,
+                    integrator: if r.euler {
+                        Integrator::Euler
+                    } else {
+                        Integrator::Leapfrog
+                    },
+                    domain: P::Aabb::try_new(at(r.domain.0), at(r.domain.1))
+                        .unwrap_or(P::Aabb::NAN),
+                    particle_radius: r.particle_radius,
+                };
+                let old = *fluid.params();
+                if fluid.set_params(p).is_err() {
+                    assert_eq!(*fluid.params(), old);
+                }
+                must_keep = true;
+            }
+            Op::Seed(spacing, water) => {
+                let d = fluid.params().domain;
+                let p = if water {
+                    SphParams::water(d, spacing)
+                } else {
+                    SphParams::seed(d, spacing)
+                };
+                if let Ok(p) = p {
+                    fluid.set_params(p).expect("a preset is valid");
+                }
+                must_keep = true;
+            }
+            Op::AddSolid(s, v) => {
+                let n = solids.len();
+                if solids
+                    .add(Obstacle {
+                        shape: shape(s),
+                        velocity: at(v),
+                    })
+                    .is_err()
+                {
+                    assert_eq!(solids.len(), n);
+                }
+                must_keep = true;
+            }
+            Op::SetSolid(id, s, v) => {
+                let _ = solids.set(
+                    u32::from(id),
+                    Obstacle {
+                        shape: shape(s),
+                        velocity: at(v),
+                    },
+                );
+                must_keep = true;
+            }
+            Op::Advance(dt) => {
+                let _ = solids.advance(dt);
+                must_keep = true;
+            }
+            Op::Kernel(h, r) => {
+                if let Ok(k) = Kernels::new::<P>(h) {
+                    let g = k.poly6_gradient(P::from_fn(|_| r), r * r);
+                    let s = k.spiky_gradient(P::from_fn(|_| r), r);
+                    let _ = (
+                        k.poly6(r * r),
+                        k.viscosity_laplacian(r),
+                        k.cohesion(r),
+                        k.spiky(r),
+                        k.viscosity(r),
+                    );
+                    let _ = (g, s);
+                }
+                must_keep = true;
+            }
+            Op::Clear => fluid.clear(),
+        }
+        assert!(fluid.len() <= CAP);
+        if must_keep {
+            assert_eq!(fluid.len(), len, "{op:?}");
+            assert!(before == snapshot(&fluid), "{op:?} changed the particles");
+        }
+    }
+}
+
+fuzz_target!(|input: Input| {
+    if input.three_d {
+        run::<Vec3>(&input.ops);
+    } else {
+        run::<Vec2>(&input.ops);
+    }
+});
