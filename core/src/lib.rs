@@ -67,6 +67,7 @@ pub mod geom;
 pub mod hhash;
 pub mod hhg;
 pub mod kdtree;
+mod pair_cache;
 pub mod sph;
 pub mod storage;
 pub mod traits;
@@ -76,6 +77,7 @@ pub use brute::{BruteForceBroadPhase, BruteForceNeighbors, BruteSlot};
 pub use error::{Corruption, Error, Validate};
 pub use geom::{Aabb2, Aabb3, BoundingBox, HASH_PRIMES, Point, Vec2, Vec3};
 pub use hhg::{HhgConfig, HhgRecord, HhgSlot, HhgStats, HierarchicalHashGrid, UpdateStrategy};
+pub use pair_cache::{NeighborPair, PairCache};
 pub use storage::Storage;
 pub use traits::{BroadPhase, NeighborSearch};
 

@@ -13,8 +13,8 @@ use spatium::sph::boundary::{Obstacle, Obstacles, Shape};
 use spatium::sph::{EquationOfState, Fluid, Integrator, ParticleState, SphParams};
 use spatium::uniform::table_len_with_factor;
 use spatium::{
-    BoundingBox, BroadPhase, BruteForceBroadPhase, BruteForceNeighbors, HhgConfig, NeighborSearch,
-    Point, Vec2, Vec3,
+    BoundingBox, BroadPhase, BruteForceBroadPhase, BruteForceNeighbors, HhgConfig, NeighborPair,
+    NeighborSearch, PairCache, Point, Vec2, Vec3,
 };
 use spatium_host_tests::scenarios::point_scenarios;
 use spatium_host_tests::{PointScenario, Rng, make, sph};
@@ -312,6 +312,17 @@ fn trajectories<P: Point>() {
         (
             "linked",
             replay(&states, &mut make::linked::<P>(cap, table), brute_bp()),
+        ),
+        (
+            "sorted behind a pair cache",
+            replay(
+                &states,
+                &mut PairCache::new(
+                    make::cell_sorted::<P>(cap, table),
+                    vec![NeighborPair::EMPTY; 40 * cap],
+                ),
+                brute_bp(),
+            ),
         ),
         (
             "bucketed",
