@@ -24,10 +24,13 @@
 //! | [`kdtree::LinearKdTree`] | `2R · r` | `2R · r` |
 //! | [`kdtree::KdBroadPhase`] | `24C + 2R · r` | `16C + 2R · r` |
 //! | [`hhash::HierarchicalHash`], [`hhash::MultilevelHash`] | `40C + 8T + 8E + 12N` | `32C + 8T + 8E + 8N` |
+//! | [`PairCache`] (over a search) | `12Q` | `12Q` |
+//! | [`sph::Fluid`] | `80N` | `56N` |
+//! | [`sph::boundary::Obstacles`] (over a broad phase) | `52C` | `36C` |
 //!
 //! (`T` table slots, `N` particles, `C` ids, `A` arena words, `R` kd-tree
 //! records of `r` = 8 / 16 / 32 bytes for `u32` / `u64` / `u128` codes, `E`
-//! hash pool entries.)
+//! hash pool entries, `Q` cached pairs.)
 //!
 //! ## Traits
 //!
@@ -41,6 +44,13 @@
 //! hashing ([`hhash`]: one fixed table for objects of every size and for
 //! fluid particles) and [`BruteForceBroadPhase`].
 //! Every structure also implements [`Validate`].
+//!
+//! ## SPH
+//!
+//! [`sph`] is the water-channel seed's solver on top of these traits: a
+//! [`sph::Fluid`] in fixed memory stepped over any [`NeighborSearch`] (wrap it
+//! in a [`PairCache`] to search once per force evaluation), with walls and
+//! obstacles behind any [`BroadPhase`].
 //!
 //! ## Guarantees
 //!

@@ -10,7 +10,8 @@
 //! parameter change or obstacle change leaves every particle's position
 //! and velocity bit for bit as it was; every successful step leaves every
 //! particle finite and inside the walls; the emitter's count equals the
-//! particles it added; the length never exceeds the capacity.
+//! particles it added; the length never exceeds the capacity; `validate()`
+//! passes for the fluid and the obstacles.
 
 #![no_main]
 
@@ -22,7 +23,7 @@ use spatium::sph::source::Emitter;
 use spatium::sph::{EquationOfState, Fluid, Integrator, ParticleState, SphParams};
 use spatium::uniform::{CellRecord, CellSortedHash, SortedParticle, TableSlot};
 use spatium::{
-    BoundingBox, HhgConfig, HhgRecord, HhgSlot, HierarchicalHashGrid, Point, Vec2, Vec3,
+    BoundingBox, HhgConfig, HhgRecord, HhgSlot, HierarchicalHashGrid, Point, Validate, Vec2, Vec3,
 };
 
 const CAP: usize = 32;
@@ -274,6 +275,8 @@ fn run<P: Point>(ops: &[Op]) {
             Op::Clear => fluid.clear(),
         }
         assert!(fluid.len() <= CAP);
+        fluid.validate().unwrap();
+        solids.validate().unwrap();
         if must_keep {
             assert_eq!(fluid.len(), len, "{op:?}");
             assert!(before == snapshot(&fluid), "{op:?} changed the particles");

@@ -547,3 +547,20 @@ fn errors_change_nothing() {
         .collect();
     assert_eq!(before, after);
 }
+
+/// The documented memory formulas: `80N` (3D) and `56N` (2D) bytes for a
+/// fluid of capacity `N`, 12 bytes per cached pair, and the obstacle slot
+/// sizes.
+#[test]
+fn memory_formulas() {
+    use core::mem::size_of;
+    let p3 = SphParams::seed(boxed::<Vec3>([0.0; 3], [1.0; 3]), 0.1).unwrap();
+    let f3 = fluid::<Vec3>(1000, p3);
+    assert_eq!(f3.memory_bytes(), 80 * 1000);
+    let p2 = SphParams::seed(boxed::<Vec2>([0.0; 3], [1.0; 3]), 0.1).unwrap();
+    let f2 = fluid::<Vec2>(1000, p2);
+    assert_eq!(f2.memory_bytes(), 56 * 1000);
+    assert_eq!(size_of::<spatium::NeighborPair>(), 12);
+    assert_eq!(size_of::<Obstacle<Vec3>>(), 52);
+    assert_eq!(size_of::<Obstacle<Vec2>>(), 36);
+}

@@ -6,7 +6,8 @@
 //! degenerate), and clears. After every operation: the particle count is
 //! what the model predicts, every refused operation left positions and
 //! velocities exactly as they were, and after every successful step every
-//! particle is finite and inside the walls. The whole sequence is then
+//! particle is finite and inside the walls; `validate()` passes for the
+//! fluid and the obstacles. The whole sequence is then
 //! replayed and must give the same bits.
 
 use proptest::prelude::*;
@@ -14,7 +15,7 @@ use spatium::sph::boundary::{Obstacle, Obstacles, Shape};
 use spatium::sph::source::Emitter;
 use spatium::sph::{EquationOfState, Fluid, Integrator, ParticleState, SphParams};
 use spatium::uniform::table_len_with_factor;
-use spatium::{BoundingBox, Error, HhgConfig, Point, Vec2, Vec3};
+use spatium::{BoundingBox, Error, HhgConfig, Point, Validate, Vec2, Vec3};
 use spatium_host_tests::make::{self, VecCellSorted, VecHhg};
 
 const CAP: usize = 40;
@@ -240,6 +241,11 @@ fn run<P: Point>(ops: &[Op]) -> Result<Snapshot<P>, TestCaseError> {
         if !matches!(op, Op::Push(..) | Op::Fill(..) | Op::Emit | Op::Clear) {
             prop_assert_eq!(f.len(), len);
         }
+        f.validate()
+            .map_err(|e| TestCaseError::fail(format!("{op:?}: {e}")))?;
+        solids
+            .validate()
+            .map_err(|e| TestCaseError::fail(format!("{op:?}: {e}")))?;
         let after = snapshot(&f);
         if f.len() == len
             && matches!(

@@ -395,7 +395,7 @@ impl<P: Point> Collider<P> for () {
 /// obstacles near it. Any [`BroadPhase`] fits; the scenes use the
 /// hierarchical hash grid, the linear kd-tree or hierarchical hashing.
 ///
-/// Memory: `size_of::<Obstacle<P>>()` (32 bytes in 3D, 28 in 2D) per slot of
+/// Memory: `size_of::<Obstacle<P>>()` (52 bytes in 3D, 36 in 2D) per slot of
 /// `S`, plus the broad phase's own.
 #[derive(Debug)]
 pub struct Obstacles<P: Point, B, S> {
@@ -551,6 +551,34 @@ impl<P: Point, B: BroadPhase<P::Aabb>, S: Storage<Obstacle<P>>> Collider<P> for 
             if !touched {
                 break;
             }
+        }
+        Ok(())
+    }
+}
+
+impl<P: Point, B: BroadPhase<P::Aabb> + crate::error::Validate, S: Storage<Obstacle<P>>>
+    crate::error::Validate for Obstacles<P, B, S>
+{
+    /// Checks the broad phase, then that it holds exactly the ids `0..len`,
+    /// each with its obstacle's bounding box, and that every obstacle is
+    /// valid.
+    fn validate(&self) -> Result<(), crate::error::Corruption> {
+        const W: &str = "Obstacles";
+        self.broad_phase.validate()?;
+        crate::error::ensure(self.len <= self.capacity(), W, "len within capacity")?;
+        crate::error::ensure(
+            self.broad_phase.len() == self.len,
+            W,
+            "one box per obstacle",
+        )?;
+        for (id, o) in self.as_slice().iter().enumerate() {
+            crate::error::ensure(o.shape.check().is_ok(), W, "obstacle valid")?;
+            crate::error::ensure(o.velocity.is_finite(), W, "velocity finite")?;
+            crate::error::ensure(
+                self.broad_phase.get(id as u32) == Some(o.shape.bounds()),
+                W,
+                "broad phase box is the obstacle's bounds",
+            )?;
         }
         Ok(())
     }
