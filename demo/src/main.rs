@@ -1,212 +1,412 @@
-//! spatium's main job (until the SPH scene lands): a jittered fluid block
-//! whose particles drift each step; every strategy of the uniform hash finds
-//! all neighbour pairs and CSR lists, checked against each other, and a
-//! timing table is printed.
+//! spatium's main job: an SPH fluid pouring from a pipe onto a field of
+//! static spheres inside the unit box, on the CPU.
+//!
+//! Each step the pipe ([`Emitter`]) adds its due layers, then
+//! [`Fluid::step`] runs the seed paper's solver with the chosen neighbour
+//! search and resolves the particles against the spheres found through the
+//! chosen broad phase. A [`timing::Timer`] clocks every stage; the run ends
+//! with a per-stage table, PNG frames coloured by density, and the timings
+//! as CSV and as an SVG plot. Everything is seeded and single-threaded, so
+//! two runs with the same flags compute the same fluid bit for bit.
 
+/// `println!` that ignores a closed stdout (`spatium-demo | head`) instead
+/// of panicking.
+macro_rules! say {
+    () => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock());
+    }};
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+    }};
+}
+
+/// `eprintln!` that ignores a closed stderr instead of panicking.
+macro_rules! warn {
+    () => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr().lock());
+    }};
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+    }};
+}
+
+mod args;
+mod plot;
+mod render;
+mod scene;
+mod structures;
+mod timing;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use spatium::uniform::table_len_with_factor;
-use spatium::{NeighborSearch, Vec3};
-use spatium_host_tests::scenarios::fluid_block;
-use spatium_host_tests::{Rng, make};
+use spatium::sph::boundary::{Obstacle, Obstacles};
+use spatium::sph::source::Emitter;
+use spatium::sph::{Fluid, ParticleState, SphParams};
+use spatium::{Aabb3, Error, NeighborPair, PairCache, Vec3};
 
-const USAGE: &str = "usage: spatium-demo [--n PARTICLES] [--steps STEPS] [--strategy sorted|bucketed|linked|all] [--table-factor F]
-  --n             particle count, rounded to a cube (default 262144)
-  --steps         simulation steps (default 10)
-  --strategy      which uniform-hash strategy to run (default all)
-  --table-factor  table slots per particle, rounded up to a power of two (default 2)";
+use args::{Args, Command, USAGE};
+use render::DensityScale;
+use structures::{Broad, Search};
+use timing::{StepTiming, Timer};
 
-struct Args {
-    n: usize,
-    steps: usize,
-    strategy: String,
-    factor: usize,
-}
-
-fn parse() -> Result<Args, String> {
-    let mut a = Args {
-        n: 262_144,
-        steps: 10,
-        strategy: "all".into(),
-        factor: 2,
-    };
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        let mut value = |name: &str| it.next().ok_or_else(|| format!("{name} needs a value"));
-        match flag.as_str() {
-            "--n" => a.n = num(&value("--n")?, "--n")?,
-            "--steps" => a.steps = num(&value("--steps")?, "--steps")?,
-            "--strategy" => a.strategy = value("--strategy")?,
-            "--table-factor" => a.factor = num(&value("--table-factor")?, "--table-factor")?,
-            "-h" | "--help" => return Err(String::new()),
-            other => return Err(format!("unknown flag {other:?}")),
-        }
-    }
-    if !["sorted", "bucketed", "linked", "all"].contains(&a.strategy.as_str()) {
-        return Err(format!("unknown strategy {:?}", a.strategy));
-    }
-    if a.n < 8 || a.n > 20_000_000 {
-        return Err("--n must be in 8..=20000000".into());
-    }
-    if a.factor == 0 || a.factor > 128 {
-        return Err("--table-factor must be in 1..=128".into());
-    }
-    Ok(a)
-}
-
-fn num(s: &str, name: &str) -> Result<usize, String> {
-    s.parse()
-        .map_err(|_| format!("{name}: {s:?} is not a non-negative integer"))
-}
-
-#[derive(Default)]
-struct Row {
-    build: f64,
-    pairs: f64,
-    csr: f64,
-    count: usize,
-}
-
-/// Counts every pair once; returns the count and the seconds it took.
-fn timed_pairs(h: &impl NeighborSearch<Vec3>) -> (usize, f64) {
-    let t = Instant::now();
-    let mut c = 0usize;
-    h.for_each_pair(|_, _, _| c += 1);
-    (c, t.elapsed().as_secs_f64())
-}
+/// Densities drawn pale and strong blue, as multiples of the rest density.
+const COLOUR_RANGE: (f32, f32) = (0.4, 1.2);
 
 fn main() -> ExitCode {
-    let args = match parse() {
-        Ok(a) => a,
+    let wall = Instant::now();
+    match args::parse(std::env::args().skip(1)) {
+        Ok(Command::Help) => {
+            say!("{USAGE}");
+            ExitCode::SUCCESS
+        }
+        Ok(Command::Run(a)) => match run(&a, wall) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                warn!("error: {e}");
+                ExitCode::FAILURE
+            }
+        },
         Err(e) => {
-            if !e.is_empty() {
-                eprintln!("error: {e}");
-            }
-            eprintln!("{USAGE}");
-            return ExitCode::from(if e.is_empty() { 0 } else { 2 });
+            warn!("error: {e}\n{USAGE}");
+            ExitCode::from(2)
         }
+    }
+}
+
+/// The steps after which a frame is written: `images` of them, evenly
+/// spaced, the last after the final step.
+fn frame_steps(steps: usize, images: usize) -> Vec<usize> {
+    let k = images.min(steps);
+    (1..=k).map(|i| i * steps / k).collect()
+}
+
+/// The scene's solids: the spheres behind the chosen broad phase.
+type Solids = Obstacles<Vec3, Broad, Vec<Obstacle<Vec3>>>;
+
+/// The fluid over `Vec`s.
+type VecFluid = Fluid<Vec3, Vec<Vec3>, Vec<ParticleState<Vec3>>>;
+
+/// Builds the spheres and their broad phase.
+fn solids(a: &Args, params: &SphParams<Vec3>) -> Result<Solids, String> {
+    let spheres = scene::spheres(a.spheres, a.seed);
+    let boxes: Vec<Aabb3> = spheres.iter().map(|o| o.shape.bounds()).collect();
+    let broad = Broad::new(a.broadphase, &boxes, 2.0 * params.particle_radius)
+        .map_err(|e| format!("{} broad phase: {e}", a.broadphase.name()))?;
+    let mut solids = Obstacles::new(vec![Obstacle::EMPTY; spheres.len()], broad);
+    for (i, o) in spheres.into_iter().enumerate() {
+        solids
+            .add(o)
+            .map_err(|e| format!("adding sphere {i} to the broad phase: {e}"))?;
+    }
+    Ok(solids)
+}
+
+/// The progress bar, redrawn in place on stderr at most ten times a
+/// second; dropping it ends its line.
+struct Progress {
+    steps: usize,
+    last: Option<f64>,
+}
+
+impl Progress {
+    /// Bar width in characters.
+    const WIDTH: usize = 30;
+
+    /// A bar for a run of `steps` steps (nothing drawn yet).
+    fn new(steps: usize) -> Self {
+        Self { steps, last: None }
+    }
+
+    /// Redraws the bar after `step` if a tenth of a second has passed since
+    /// the last redraw, or at the last step.
+    fn update(&mut self, step: usize, particles: usize, seconds: f64) {
+        if step != self.steps && self.last.is_some_and(|t| seconds - t < 0.1) {
+            return;
+        }
+        self.last = Some(seconds);
+        let done = step * Self::WIDTH / self.steps.max(1);
+        let bar: String = (0..Self::WIDTH)
+            .map(|i| if i < done { '#' } else { '.' })
+            .collect();
+        let mut err = std::io::stderr().lock();
+        // A progress bar that cannot be drawn is not worth stopping for.
+        let _ = write!(
+            err,
+            "\r[{bar}] {step}/{} steps  {particles} particles  {seconds:.1} s",
+            self.steps
+        );
+        let _ = err.flush();
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        if self.last.is_some() {
+            warn!();
+        }
+    }
+}
+
+/// Renders and writes the frame of the current state.
+fn write_frame(
+    path: &Path,
+    fluid: &VecFluid,
+    solids: &Solids,
+    scale: DensityScale,
+) -> Result<(), String> {
+    let densities: Vec<f32> = fluid.state().iter().map(|s| s.density).collect();
+    let img = render::render(&render::Scene {
+        obstacles: solids.as_slice(),
+        positions: fluid.positions(),
+        densities: &densities,
+        particle_radius: fluid.params().particle_radius,
+        pipe: (scene::PIPE_ORIGIN, scene::PIPE_RADIUS),
+        scale,
+    });
+    img.write_png(path)
+}
+
+/// Runs the scene and prints the report.
+fn run(a: &Args, wall: Instant) -> Result<(), String> {
+    let params = scene::params(a.spacing, a.dt)?;
+    let mut solids = solids(a, &params)?;
+    let mut emitter: Emitter<Vec3> = scene::pipe(a.spacing, a.particles)?;
+    let mut search = PairCache::new(
+        Search::new(a.structure, a.particles),
+        vec![NeighborPair::EMPTY; a.pair_cache * a.particles],
+    );
+    let mut uncached_steps = 0usize;
+    let mut fluid: VecFluid = Fluid::new(
+        vec![Vec3::ZERO; a.particles],
+        vec![ParticleState::EMPTY; a.particles],
+        params,
+    );
+    std::fs::create_dir_all(&a.out).map_err(|e| format!("creating {}: {e}", a.out.display()))?;
+    let scale = DensityScale {
+        lo: COLOUR_RANGE.0 * params.rest_density,
+        hi: COLOUR_RANGE.1 * params.rest_density,
     };
-    let side = (args.n as f64).cbrt().round().max(2.0) as usize;
-    let scene = fluid_block::<Vec3>(side, 0.5, 0.3, 42);
-    let n = scene.points.len();
-    let table = table_len_with_factor(n, args.factor);
-    println!(
-        "spatium demo: jittered fluid block, {n} particles, radius {}, {} steps, table {table} slots",
-        scene.radius, args.steps
+
+    say!(
+        "spatium demo: SPH fluid pouring onto {} static spheres in the unit box (CPU, one thread)",
+        solids.len()
     );
-    let mut rng = Rng::new(7);
-    let mut pts = scene.points.clone();
-    rng.shuffle(&mut pts);
+    say!(
+        "  fluid: up to {} particles, spacing {}, h {}, mass {:.3e}, rest density {}, dt {}, {} steps ({:.2} s simulated)",
+        a.particles,
+        a.spacing,
+        params.h,
+        params.mass,
+        params.rest_density,
+        params.dt,
+        a.steps,
+        a.steps as f64 * f64::from(params.dt)
+    );
+    say!(
+        "  pipe: mouth ({}, {}, {}), radius {}, {} m/s downwards, {} particles per layer",
+        scene::PIPE_ORIGIN.x,
+        scene::PIPE_ORIGIN.y,
+        scene::PIPE_ORIGIN.z,
+        scene::PIPE_RADIUS,
+        scene::PIPE_SPEED,
+        emitter.layer_len()
+    );
+    say!(
+        "  spheres: diameters {}..{} (log-uniform), heights {}..{}, seed {}",
+        scene::MIN_DIAMETER,
+        scene::MAX_DIAMETER,
+        scene::FIELD.0,
+        scene::FIELD.1,
+        a.seed
+    );
+    say!(
+        "  neighbour search ({}): {}",
+        a.structure.name(),
+        Search::describe(a.structure, a.particles)
+    );
+    say!(
+        "  pair cache: {} pairs ({} per particle, {:.1} MB){}",
+        a.pair_cache * a.particles,
+        a.pair_cache,
+        search.memory_bytes() as f64 / 1e6,
+        if a.pair_cache == 0 { ", off" } else { "" }
+    );
+    say!(
+        "  broad phase ({}): {}",
+        a.broadphase.name(),
+        solids.broad_phase().describe()
+    );
 
-    let want = |s: &str| args.strategy == "all" || args.strategy == s;
-    let mut sorted = want("sorted").then(|| make::cell_sorted::<Vec3>(n, table));
-    let mut bucketed = want("bucketed").then(|| make::bucketed::<Vec3, 64>(n, table));
-    let mut linked = want("linked").then(|| make::linked::<Vec3>(n, table));
-    let (mut rs, mut rb, mut rl) = (Row::default(), Row::default(), Row::default());
-    let mut offsets = vec![0u32; n + 1];
-    let mut indices = vec![0u32; 40 * n];
-    let r = scene.radius;
-
-    for step in 0..args.steps {
-        let mut counts = Vec::new();
-        if let Some(h) = sorted.as_mut() {
+    let frames = frame_steps(a.steps, a.images);
+    let mut frame_paths: Vec<PathBuf> = Vec::with_capacity(frames.len());
+    let mut timer = Timer::default();
+    let mut log: Vec<StepTiming> = Vec::with_capacity(a.steps);
+    let sim_start = Instant::now();
+    let mut bar = Progress::new(a.steps);
+    for step in 1..=a.steps {
+        let t = Instant::now();
+        emitter
+            .emit(&mut fluid, params.dt)
+            .map_err(|e| format!("the pipe failed at step {step}: {e}"))?;
+        let emit = t.elapsed().as_secs_f64();
+        let particles = fluid.len();
+        fluid
+            .step(&mut search, &mut solids, &mut timer)
+            .map_err(|e| {
+                let hint = match e {
+                    Error::NonFinite => " (the scene diverged: try a smaller --dt)",
+                    _ => "",
+                };
+                format!(
+                    "step {step} of {} failed with {particles} particles: {e}{hint}",
+                    a.steps
+                )
+            })?;
+        if !search.is_cached() {
+            uncached_steps += 1;
+        }
+        let mut row = StepTiming {
+            particles,
+            stages: timer.take(),
+            emitter: emit,
+            image: 0.0,
+        };
+        if frames.get(frame_paths.len()) == Some(&step) {
             let t = Instant::now();
-            h.build(&pts, r).expect("build");
-            rs.build += t.elapsed().as_secs_f64();
-            let (c, secs) = timed_pairs(h);
-            rs.pairs += secs;
-            let t = Instant::now();
-            let w = h
-                .neighbor_lists(&mut offsets, &mut indices)
-                .expect("csr buffers");
-            rs.csr += t.elapsed().as_secs_f64();
-            assert_eq!(w, 2 * c);
-            rs.count = c;
-            counts.push(c);
-            if step == 0 {
-                println!(
-                    "cell-sorted: {} occupied cells, {} share a table slot",
-                    h.occupied_cells(),
-                    h.colliding_cells()
-                );
-                // Keep the particles in cell order for the next steps.
-                let mut reordered = pts.clone();
-                h.reorder(&pts, &mut reordered).expect("same length");
-                pts = reordered;
-            }
+            let path = a.out.join(format!("frame_{:04}.png", frame_paths.len()));
+            write_frame(&path, &fluid, &solids, scale)?;
+            frame_paths.push(path);
+            row.image = t.elapsed().as_secs_f64();
         }
-        if let Some(h) = bucketed.as_mut() {
-            let t = Instant::now();
-            if let Err(e) = h.build(&pts, r) {
-                eprintln!("bucketed: {e} (raise the bucket size or the table length)");
-                return ExitCode::FAILURE;
-            }
-            rb.build += t.elapsed().as_secs_f64();
-            let (c, secs) = timed_pairs(h);
-            rb.pairs += secs;
-            rb.count = c;
-            counts.push(c);
-        }
-        if let Some(h) = linked.as_mut() {
-            let t = Instant::now();
-            if step == 0 || h.len() != pts.len() {
-                h.build(&pts, r).expect("build");
-            } else {
-                h.update(&pts).expect("update");
-            }
-            rl.build += t.elapsed().as_secs_f64();
-            let (c, secs) = timed_pairs(h);
-            rl.pairs += secs;
-            rl.count = c;
-            counts.push(c);
-        }
-        if counts.windows(2).any(|w| w[0] != w[1]) {
-            eprintln!("strategies disagree at step {step}: {counts:?}");
-            return ExitCode::FAILURE;
-        }
-        // Drift: every particle moves up to 10 % of the radius per axis.
-        for p in &mut pts {
-            p.x += rng.range(-0.1, 0.1) * r;
-            p.y += rng.range(-0.1, 0.1) * r;
-            p.z += rng.range(-0.1, 0.1) * r;
-        }
+        log.push(row);
+        bar.update(step, fluid.len(), sim_start.elapsed().as_secs_f64());
     }
+    drop(bar);
 
-    let per = |secs: f64| secs * 1e9 / (args.steps * n) as f64;
-    println!();
-    println!(
-        "| strategy | build / update (ns/particle) | all pairs (ns/particle) | CSR lists (ns/particle) | pairs |"
+    let t = Instant::now();
+    let csv = a.out.join("timings.csv");
+    timing::write_csv(&csv, &log).map_err(|e| format!("writing {}: {e}", csv.display()))?;
+    let svg = a.out.join("timings.svg");
+    let title = format!(
+        "spatium-demo: SPH stages, {} particles, {} + {}",
+        fluid.len(),
+        a.structure.name(),
+        a.broadphase.name()
     );
-    println!("|---|---:|---:|---:|---:|");
-    if sorted.is_some() {
-        println!(
-            "| cell-sorted | {:.1} | {:.1} | {:.1} | {} |",
-            per(rs.build),
-            per(rs.pairs),
-            per(rs.csr),
-            rs.count
+    plot::timings(&svg, &log, &title)?;
+    let reports = t.elapsed().as_secs_f64();
+
+    report(a, &fluid, &emitter, solids.len(), scale);
+    if a.pair_cache > 0 {
+        say!(
+            "pair cache: the last build found {} pairs; {uncached_steps} of {} steps overflowed the cache and searched three times",
+            search.pair_count(),
+            a.steps
         );
     }
-    if bucketed.is_some() {
-        println!(
-            "| bucketed (K=64) | {:.1} | {:.1} | - | {} |",
-            per(rb.build),
-            per(rb.pairs),
-            rb.count
-        );
-    }
-    if linked.is_some() {
-        println!(
-            "| linked (incremental update) | {:.1} | {:.1} | - | {} |",
-            per(rl.build),
-            per(rl.pairs),
-            rl.count
-        );
-    }
-    println!(
-        "\nmean neighbours per particle: {:.1}",
-        2.0 * rs.count.max(rb.count).max(rl.count) as f64 / n as f64
+    say!();
+    timing::print_table(&log, wall.elapsed().as_secs_f64());
+    say!(
+        "(CSV and plot written in {:.3} s, inside the wall total)",
+        reports
     );
-    ExitCode::SUCCESS
+    say!();
+    say!("wrote:");
+    for (p, step) in frame_paths.iter().zip(&frames) {
+        say!("  {}  (after step {step})", p.display());
+    }
+    say!("  {}", csv.display());
+    say!("  {}", svg.display());
+    Ok(())
+}
+
+/// Prints the particle counts and the fluid's state at the end.
+fn report(
+    a: &Args,
+    fluid: &VecFluid,
+    emitter: &Emitter<Vec3>,
+    spheres: usize,
+    scale: DensityScale,
+) {
+    say!();
+    say!(
+        "particles: emitted {}, in the fluid {}, budget {}",
+        emitter.emitted(),
+        fluid.len(),
+        a.particles
+    );
+    say!("spheres: {spheres}");
+    let st = fluid.state();
+    if !st.is_empty() {
+        let (mut lo, mut hi, mut sum) = (f32::INFINITY, f32::NEG_INFINITY, 0.0f64);
+        for s in st {
+            lo = lo.min(s.density);
+            hi = hi.max(s.density);
+            sum += f64::from(s.density);
+        }
+        let mean_y = fluid
+            .positions()
+            .iter()
+            .map(|p| f64::from(p.y))
+            .sum::<f64>()
+            / fluid.len() as f64;
+        say!(
+            "density: min {lo:.3}, mean {:.3}, max {hi:.3}; mean height {mean_y:.3}; kinetic energy {:.3e}",
+            sum / st.len() as f64,
+            fluid.kinetic_energy()
+        );
+    }
+    say!(
+        "colours: density {} and below pale blue, {} and above strong blue (colour bar, upper left)",
+        scale.lo,
+        scale.hi
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_are_spread_to_the_last_step() {
+        assert_eq!(frame_steps(480, 6), [80, 160, 240, 320, 400, 480]);
+        assert_eq!(frame_steps(10, 3), [3, 6, 10]);
+        assert_eq!(frame_steps(2, 5), [1, 2]);
+        assert!(frame_steps(100, 0).is_empty());
+        for steps in 1..40 {
+            for images in 1..50 {
+                let f = frame_steps(steps, images);
+                assert!(f.windows(2).all(|w| w[0] < w[1]), "{steps} {images}: {f:?}");
+                assert_eq!(f.last(), Some(&steps));
+                assert_eq!(f.len(), images.min(steps));
+            }
+        }
+    }
+
+    #[test]
+    fn a_tiny_run_writes_its_files() {
+        let out = std::env::temp_dir().join(format!("spatium-demo-test-{}", std::process::id()));
+        let a = Args {
+            particles: 300,
+            steps: 30,
+            spheres: 20,
+            images: 1,
+            out: out.clone(),
+            ..Args::default()
+        };
+        run(&a, Instant::now()).expect("run");
+        for f in ["frame_0000.png", "timings.csv", "timings.svg"] {
+            assert!(out.join(f).is_file(), "{f} missing");
+        }
+        let csv = std::fs::read_to_string(out.join("timings.csv")).expect("csv");
+        assert_eq!(csv.lines().count(), 31);
+        std::fs::remove_dir_all(&out).expect("cleanup");
+    }
 }

@@ -1,0 +1,113 @@
+//! The scene: the unit box, the sphere field, the pipe and the solver
+//! parameters.
+
+use spatium::sph::SphParams;
+use spatium::sph::boundary::{Obstacle, Shape};
+use spatium::sph::source::Emitter;
+use spatium::{Aabb3, Vec3};
+use spatium_host_tests::Rng;
+
+/// Centre of the pipe's mouth.
+pub const PIPE_ORIGIN: Vec3 = Vec3::new(0.5, 0.92, 0.5);
+/// Direction the pipe pours in.
+pub const PIPE_DIRECTION: Vec3 = Vec3::new(0.0, -1.0, 0.0);
+/// Speed of the fluid leaving the pipe, m/s.
+pub const PIPE_SPEED: f32 = 1.0;
+/// Radius of the pipe.
+pub const PIPE_RADIUS: f32 = 0.08;
+
+/// Smallest sphere diameter (2⁻⁵).
+pub const MIN_DIAMETER: f32 = 1.0 / 32.0;
+/// Largest sphere diameter (2⁻³).
+pub const MAX_DIAMETER: f32 = 1.0 / 8.0;
+/// Lowest and highest point of the sphere field: the spheres fill this
+/// band of heights and leave the floor free for the pool.
+pub const FIELD: (f32, f32) = (0.15, 0.65);
+
+/// The unit box `[0, 1]³`.
+pub fn domain() -> Aabb3 {
+    Aabb3 {
+        min: Vec3::ZERO,
+        max: Vec3::new(1.0, 1.0, 1.0),
+    }
+}
+
+/// `count` static spheres of diameters log-uniform in
+/// [`MIN_DIAMETER`]`..`[`MAX_DIAMETER`] (Pouchol et al. §4.2's
+/// distribution, a size class smaller), centres uniform in the band
+/// [`FIELD`] and inside the walls. Overlaps are allowed, as in the paper.
+pub fn spheres(count: usize, seed: u64) -> Vec<Obstacle<Vec3>> {
+    let mut rng = Rng::new(seed);
+    let (lo, hi) = (MIN_DIAMETER.ln(), MAX_DIAMETER.ln());
+    (0..count)
+        .map(|_| {
+            let radius = 0.5 * rng.range(lo, hi).exp();
+            let center = Vec3::new(
+                rng.range(radius, 1.0 - radius),
+                rng.range(FIELD.0 + radius, FIELD.1 - radius),
+                rng.range(radius, 1.0 - radius),
+            );
+            Obstacle::fixed(Shape::Sphere { center, radius })
+        })
+        .collect()
+}
+
+/// The solver parameters: the seed paper's table at `spacing`, with time
+/// step `dt`.
+///
+/// # Errors
+/// A one-line message if the solver refuses them.
+pub fn params(spacing: f32, dt: f32) -> Result<SphParams<Vec3>, String> {
+    let mut p = SphParams::seed(domain(), spacing)
+        .map_err(|e| format!("SPH parameters for spacing {spacing}: {e}"))?;
+    p.dt = dt;
+    p.kernels()
+        .map_err(|e| format!("SPH parameters with dt {dt}: {e}"))?;
+    Ok(p)
+}
+
+/// The pipe, emitting `budget` particles on a lattice of `spacing`.
+///
+/// # Errors
+/// A one-line message if the emitter refuses its configuration.
+pub fn pipe(spacing: f32, budget: usize) -> Result<Emitter<Vec3>, String> {
+    let budget = u32::try_from(budget).map_err(|_| format!("--particles {budget} is too many"))?;
+    Emitter::new(
+        PIPE_ORIGIN,
+        PIPE_DIRECTION,
+        PIPE_SPEED,
+        PIPE_RADIUS,
+        spacing,
+        budget,
+    )
+    .map_err(|e| format!("pipe with spacing {spacing}: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spheres_are_seeded_inside_the_field() {
+        let a = spheres(200, 7);
+        assert_eq!(a, spheres(200, 7));
+        assert_ne!(a, spheres(200, 8));
+        for o in &a {
+            let Shape::Sphere { center, radius } = o.shape else {
+                panic!("not a sphere: {o:?}");
+            };
+            assert!((0.5 * MIN_DIAMETER..=0.5 * MAX_DIAMETER).contains(&radius));
+            assert!(center.y - radius >= FIELD.0 && center.y + radius <= FIELD.1);
+            assert!(center.x - radius >= 0.0 && center.x + radius <= 1.0);
+            assert!(center.z - radius >= 0.0 && center.z + radius <= 1.0);
+        }
+    }
+
+    #[test]
+    fn default_scene_is_accepted() {
+        let a = crate::args::Args::default();
+        assert!(params(a.spacing, a.dt).is_ok());
+        let pipe = pipe(a.spacing, a.particles).expect("pipe");
+        assert!(pipe.layer_len() > 0);
+    }
+}
