@@ -18,6 +18,9 @@ usage: spatium-demo [FLAGS]
   --images K         PNG frames written over the run, 0..=10000 (default 8)
   --out DIR          output directory (default target/spatium-demo)
   --seed N           seed of the sphere placement (default 2009)
+  --sort-every K     renumber the particles into cell order every K steps, so
+                     the pair passes read memory almost in order; 0 never
+                     (default 50)
   --pair-cache K     neighbour pairs cached per particle (spatium::PairCache), so
                      the search runs once per force evaluation instead of three
                      times; 0..=256, 0 turns the cache off (default 32)
@@ -136,6 +139,8 @@ pub struct Args {
     pub seed: u64,
     /// Pair-cache slots per particle (0: no cache).
     pub pair_cache: usize,
+    /// Steps between cell-order renumberings (0: never).
+    pub sort_every: usize,
 }
 
 impl Default for Args {
@@ -152,6 +157,7 @@ impl Default for Args {
             out: PathBuf::from("target/spatium-demo"),
             seed: 2009,
             pair_cache: 32,
+            sort_every: 50,
         }
     }
 }
@@ -236,6 +242,7 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Command, String>
             "--out",
             "--seed",
             "--pair-cache",
+            "--sort-every",
         ];
         if !known.contains(&flag.as_str()) {
             return Err(format!("unknown flag {flag:?}"));
@@ -257,6 +264,7 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Command, String>
             "--images" => a.images = integer(f, v, 0, MAX_IMAGES)?,
             "--seed" => a.seed = integer(f, v, 0, u64::MAX)?,
             "--pair-cache" => a.pair_cache = integer(f, v, 0, 256)?,
+            "--sort-every" => a.sort_every = integer(f, v, 0, MAX_STEPS)?,
             _ => {
                 if v.is_empty() {
                     return Err(format!("{f} needs a non-empty value"));

@@ -257,6 +257,13 @@ fn run(a: &Args, wall: Instant) -> Result<(), String> {
             .map_err(|e| format!("the pipe failed at step {step}: {e}"))?;
         let emit = t.elapsed().as_secs_f64();
         let particles = fluid.len();
+        let t = Instant::now();
+        if a.sort_every > 0 && step % a.sort_every == 0 {
+            fluid
+                .sort_by_cell()
+                .map_err(|e| format!("sorting at step {step}: {e}"))?;
+        }
+        let sort = t.elapsed().as_secs_f64();
         fluid
             .step(&mut search, &mut solids, &mut timer)
             .map_err(|e| {
@@ -276,6 +283,7 @@ fn run(a: &Args, wall: Instant) -> Result<(), String> {
             particles,
             stages: timer.take(),
             emitter: emit,
+            sort,
             image: 0.0,
         };
         if frames.get(frame_paths.len()) == Some(&step) {

