@@ -648,3 +648,64 @@ fn sort_by_cell_renumbers_only() {
         );
     }
 }
+
+/// Lattice counts survive decimal spacings that do not divide exactly in
+/// binary (1.3 / 0.1 rounds just below 13), every point lies in the region,
+/// and `Stage::index` follows `Stage::ALL`.
+#[test]
+fn lattice_counts_and_stage_indices() {
+    use spatium::sph::Stage;
+    use spatium::sph::source::Lattice;
+    for (extent, spacing, per_axis) in [
+        (1.3f32, 0.1f32, 13usize),
+        (0.2, 0.025, 8),
+        (0.7, 0.1, 7),
+        (0.3, 0.1, 3),
+        (0.04, 0.1, 0),
+    ] {
+        let region = boxed::<Vec3>([0.0; 3], [extent; 3]);
+        let l = Lattice::<Vec3>::new(region, spacing).unwrap();
+        assert_eq!(l.len(), per_axis.pow(3), "{extent} / {spacing}");
+        assert!(
+            l.points()
+                .all(|x| (0..3).all(|k| x.coord(k) > 0.0 && x.coord(k) <= extent))
+        );
+        let region2 = boxed::<Vec2>([0.0; 3], [extent; 3]);
+        assert_eq!(
+            Lattice::<Vec2>::new(region2, spacing).unwrap().len(),
+            per_axis.pow(2)
+        );
+    }
+    for (i, s) in Stage::ALL.iter().enumerate() {
+        assert_eq!(s.index(), i);
+    }
+}
+
+/// `set` replaces one particle, and refuses what `push` refuses.
+#[test]
+fn set_replaces_one_particle() {
+    let domain = boxed::<Vec3>([0.0; 3], [1.0; 3]);
+    let p = SphParams::seed(domain, 0.1).unwrap();
+    let mut f = fluid::<Vec3>(4, p);
+    f.push(Vec3::new(0.5, 0.5, 0.5), Vec3::ZERO).unwrap();
+    f.push(Vec3::new(0.6, 0.5, 0.5), Vec3::ZERO).unwrap();
+    f.set(1, Vec3::new(0.2, 0.3, 0.4), Vec3::new(1.0, 0.0, 0.0))
+        .unwrap();
+    assert_eq!(f.positions()[1], Vec3::new(0.2, 0.3, 0.4));
+    assert_eq!(f.state()[1].velocity, Vec3::new(1.0, 0.0, 0.0));
+    assert_eq!(
+        f.set(2, Vec3::ZERO, Vec3::ZERO),
+        Err(Error::UnknownId { id: 2 })
+    );
+    assert_eq!(
+        f.set(0, Vec3::new(2.0, 0.5, 0.5), Vec3::ZERO),
+        Err(Error::OutOfRange)
+    );
+    assert_eq!(
+        f.set(0, Vec3::new(0.5, 0.5, 0.5), Vec3::new(f32::NAN, 0.0, 0.0)),
+        Err(Error::NonFinite)
+    );
+    assert_eq!(f.positions()[0], Vec3::new(0.5, 0.5, 0.5));
+    let g = f.clone();
+    assert_eq!(g.positions(), f.positions());
+}

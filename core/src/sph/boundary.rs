@@ -117,17 +117,6 @@ fn closest_on_triangle<P: Point>(p: P, [a, b, c]: [P; 3]) -> P {
     a + ab * (vb * inv) + ac * (vc * inv)
 }
 
-/// Closest point of segment `ab` to `p`.
-fn closest_on_segment<P: Point>(p: P, a: P, b: P) -> P {
-    let ab = b - a;
-    let l2 = ab.dot(ab);
-    if l2 <= 0.0 {
-        return a;
-    }
-    let t = ((p - a).dot(ab) / l2).clamp(0.0, 1.0);
-    a + ab * t
-}
-
 /// Twice the triangle's area squared (`|ab|²|ac|² − (ab·ac)²`), any dimension.
 fn area2<P: Point>([a, b, c]: [P; 3]) -> f32 {
     let ab = b - a;
@@ -255,38 +244,29 @@ impl<P: Point> Shape<P> {
                 })
             }
             Shape::Triangle(t) => {
+                if P::DIM == 2
+                    && let Some((along, normal)) = inside_2d(x, t)
+                {
+                    // Inside a solid 2D triangle (or on its boundary): out
+                    // through the edge whose line is nearest, along that
+                    // edge's outward normal, to `r` beyond the line.
+                    return Some(Contact {
+                        normal,
+                        depth: r - along,
+                    });
+                }
                 let q = closest_on_triangle(x, t);
                 let d = x - q;
                 let dist = length(d);
                 if dist >= r {
                     return None;
                 }
-                if dist > 0.0 {
+                // Closer than rounding can resolve a direction (the closest
+                // point carries ~10⁻⁷ relative error): use the face normal.
+                if dist > 1e-4 * r {
                     return Some(Contact {
                         normal: d * (1.0 / dist),
                         depth: r - dist,
-                    });
-                }
-                if P::DIM == 2 {
-                    // Inside a solid 2D triangle: out through the nearest edge.
-                    let [a, b, c] = t;
-                    let mut best = (f32::INFINITY, x);
-                    for (s, e) in [(a, b), (b, c), (c, a)] {
-                        let p = closest_on_segment(x, s, e);
-                        let l = length(p - x);
-                        if l < best.0 {
-                            best = (l, p);
-                        }
-                    }
-                    let (l, p) = best;
-                    let normal = if l > 0.0 {
-                        (p - x) * (1.0 / l)
-                    } else {
-                        up::<P>()
-                    };
-                    return Some(Contact {
-                        normal,
-                        depth: l + r,
                     });
                 }
                 // On a 3D triangle's plane: along the face normal, against the motion.
@@ -296,6 +276,39 @@ impl<P: Point> Shape<P> {
             }
         }
     }
+}
+
+/// For a point inside (or on) a 2D triangle: the largest signed distance to
+/// an edge's line (≤ 0) and that edge's outward unit normal; `None` if the
+/// point is outside. Decided by the edge lines, not by the closest point,
+/// whose rounding would leave an interior point a spurious `10⁻⁹` from
+/// itself.
+fn inside_2d<P: Point>(x: P, [a, b, c]: [P; 3]) -> Option<(f32, P)> {
+    let mut best: Option<(f32, P)> = None;
+    for (s, e, third) in [(a, b, c), (b, c, a), (c, a, b)] {
+        let d = e - s;
+        let n = P::from_fn(|k| match k {
+            0 => -d.coord(1),
+            1 => d.coord(0),
+            _ => 0.0,
+        });
+        let l = length(n);
+        if l <= 0.0 {
+            return None;
+        }
+        let mut n = n * (1.0 / l);
+        if n.dot(third - s) > 0.0 {
+            n = -n;
+        }
+        let along = (x - s).dot(n);
+        if along > 0.0 {
+            return None;
+        }
+        if best.is_none_or(|(b, _)| along > b) {
+            best = Some((along, n));
+        }
+    }
+    best
 }
 
 /// `+y`: the fallback normal of a particle exactly at a sphere's centre.

@@ -358,6 +358,11 @@ impl Stage {
         Stage::Collisions,
     ];
 
+    /// The stage's index in [`Stage::ALL`].
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+
     /// A short name.
     pub const fn name(self) -> &'static str {
         match self {
@@ -412,7 +417,7 @@ impl StageTimer for () {
 /// assert!(fluid.state().iter().all(|s| s.density > 0.0));
 /// # Ok::<(), spatium::Error>(())
 /// ```
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Fluid<P: Point, X, S> {
     positions: X,
     state: S,
@@ -530,6 +535,25 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
         Ok(id as u32)
     }
 
+    /// Replaces particle `id`'s position and velocity (its other state is
+    /// recomputed by the next step).
+    ///
+    /// # Errors
+    /// [`Error::UnknownId`]; as [`push`](Self::push). Nothing changes on
+    /// error.
+    pub fn set(&mut self, id: u32, x: P, v: P) -> Result<(), Error> {
+        if id as usize >= self.len {
+            return Err(Error::UnknownId { id });
+        }
+        self.check_particle(x, v)?;
+        self.positions.as_mut()[id as usize] = x;
+        let s = &mut self.state.as_mut()[id as usize];
+        s.velocity = v;
+        s.start_position = x;
+        s.start_velocity = v;
+        Ok(())
+    }
+
     /// Adds the particles of `points` (all or none), each with velocity `v`.
     ///
     /// # Errors
@@ -556,7 +580,8 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
     }
 
     /// Fills `region` with a lattice of the given spacing (points at
-    /// `min + (i + ½)·spacing` along each axis, strictly inside the region),
+    /// `min + (i + ½)·spacing` along each axis, inside the region: see
+    /// [`source::Lattice`]),
     /// all with velocity `v`; returns how many were added.
     ///
     /// # Errors

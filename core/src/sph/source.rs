@@ -8,7 +8,8 @@ use crate::storage::Storage;
 use super::{Fluid, ParticleState};
 
 /// A regular lattice filling a box: points at `min + (i + ½)·spacing` along
-/// each axis, for every `i` that keeps the point inside the box.
+/// each axis, for every `i ≥ 0` that keeps the point inside the (closed) box,
+/// i.e. `round(extent / spacing)` points per axis.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Lattice<P: Point> {
     origin: P,
@@ -31,7 +32,10 @@ impl<P: Point> Lattice<P> {
         let mut total = 1u64;
         for (k, c) in counts.iter_mut().enumerate().take(P::DIM) {
             let extent = region.max().coord(k) - region.min().coord(k);
-            let n = libm::floorf(extent / spacing);
+            // (i + ½)·s ≤ extent ⇔ i ≤ extent/s − ½: ⌊extent/s + ½⌋ points.
+            // (⌊extent/s⌋ would drop a layer whenever the division rounds
+            // just below an integer, as 1.3 / 0.1 does.)
+            let n = libm::floorf(extent / spacing + 0.5);
             if !(n.is_finite() && n < 4.0e9) {
                 return Err(Error::InvalidConfig);
             }
