@@ -22,6 +22,7 @@ pub mod pouchol_scene;
 pub mod runner;
 pub mod scene;
 pub mod settle;
+pub mod sph_scene;
 
 pub use check::{CheckError, Reference, check_runner, checked_runner};
 pub use runner::{Imp, Metric, Runner};

@@ -1,0 +1,73 @@
+//! Criterion benchmarks: one SPH step ([`Fluid::step`], the seed preset,
+//! leapfrog with two force evaluations) of the dam break in
+//! `spatium_benches::sph_scene`, with each neighbour search.
+//!
+//! Ids are `sph-step/N/STRUCTURE`, e.g. `sph-step/32768/spatium-sorted`;
+//! filter with `cargo bench -p spatium-benches --bench sph -- sph-step/32768/`.
+//! N is 32 768 (the seed's GPU particle count) and 4096, the only size brute
+//! force is measured at (it is O(N²)). Steps per second = 1 / the reported
+//! time.
+//!
+//! Every iteration first puts the fluid back to the scene's snapshot
+//! (untimed: [`SphScene::restore`]) and then times one step, so every
+//! structure times the same work. The neighbour search is the only thing
+//! kept between iterations (its buffers; `Fluid::step` rebuilds it before
+//! each force evaluation). Everything runs on one thread (splashsurf_lib
+//! through its sequential search only).
+//!
+//! Samples are few and short (10 samples, flat sampling, 2–3 s each), so the
+//! whole run takes about a minute after compilation. The report binary
+//! (`cargo run --release -p spatium-benches --bin sph_report`) adds CPU
+//! time, min–max and the split of time by stage.
+//!
+//! [`Fluid::step`]: spatium::sph::Fluid::step
+
+use core::cell::OnceCell;
+use core::hint::black_box;
+use core::time::Duration;
+use std::time::Instant;
+
+use criterion::{Criterion, SamplingMode, criterion_group, criterion_main};
+use spatium_benches::sph_scene::{SPH_SIDE, SPH_SMALL_SIDE, Search, SphScene, Structure};
+
+fn sph(c: &mut Criterion) {
+    for side in [SPH_SIDE, SPH_SMALL_SIDE] {
+        let n = side.pow(3);
+        // Built on first use, so a filtered run skips the other size.
+        let scene: OnceCell<SphScene> = OnceCell::new();
+        let mut g = c.benchmark_group(format!("sph-step/{n}"));
+        g.sample_size(10)
+            .sampling_mode(SamplingMode::Flat)
+            .warm_up_time(Duration::from_millis(500))
+            .measurement_time(Duration::from_secs(if side == SPH_SIDE { 3 } else { 2 }));
+        for structure in Structure::ALL {
+            if !structure.measured(n) {
+                continue;
+            }
+            g.bench_function(structure.name(), |b| {
+                let scene = scene.get_or_init(|| {
+                    SphScene::new(side).unwrap_or_else(|e| panic!("the {n}-particle scene: {e}"))
+                });
+                let mut search = Search::new(structure, n);
+                let mut fluid = scene.fluid().expect("the snapshot fits its own size");
+                b.iter_custom(|iters| {
+                    let mut timed = Duration::ZERO;
+                    for _ in 0..iters {
+                        scene.restore(&mut fluid).expect("same size");
+                        let t = Instant::now();
+                        search
+                            .step(&mut fluid, &mut ())
+                            .unwrap_or_else(|e| panic!("{structure} refused the step: {e}"));
+                        timed += t.elapsed();
+                        black_box(fluid.positions());
+                    }
+                    timed
+                });
+            });
+        }
+        g.finish();
+    }
+}
+
+criterion_group!(benches, sph);
+criterion_main!(benches);

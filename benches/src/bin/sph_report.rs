@@ -1,0 +1,793 @@
+//! The SPH step report: steps per second of [`Fluid::step`] for 32 768
+//! particles (the seed's GPU particle count) on one CPU core, with every
+//! neighbour search, against splashsurf_lib's, and the split of a step's
+//! time by stage. Writes `benches/SPH_REPORT.md`.
+//!
+//! ```text
+//! cargo run --release -p spatium-benches --bin sph_report [-- --quick] [--n N] [--out DIR]
+//! ```
+//!
+//! * The scene is [`SphScene`]: the seed preset's dam break after its
+//!   warm-up. Every step measured starts from that snapshot: each structure
+//!   has its own fluid, put back to the snapshot (untimed) before every
+//!   step, so every structure times the same step, again and again. A few
+//!   untimed steps first (first use of the buffers), then the timed ones;
+//!   the structures take turns step by step (round robin, the first of each
+//!   round rotating), so load from other work on the machine falls on all
+//!   of them alike.
+//! * Each timed step records wall-clock time (`Instant`) and the thread's
+//!   CPU time (`cpu_time::ThreadTime`), and the stages through a
+//!   [`StageClock`]. Reported: medians with the measured min–max.
+//! * Every structure's pair count at the snapshot is compared with
+//!   `CellSortedHash`'s, and the positions after its last step with
+//!   `CellSortedHash`'s (the same step, pairs summed in another order, so
+//!   close but not bit-identical).
+//!
+//! `--quick`: fewer steps (a smoke run). `--n N`: the block's particle count
+//! (rounded to the nearest cube; default 32 768). `--out DIR`: where the
+//! report goes (default: this crate's directory).
+//!
+//! [`Fluid::step`]: spatium::sph::Fluid::step
+
+use core::fmt::Write as _;
+use std::path::PathBuf;
+use std::process::{Command, ExitCode};
+use std::time::Instant;
+
+use cpu_time::ThreadTime;
+use spatium::sph::{EquationOfState, Integrator, Stage};
+use spatium::{BoundingBox, Error, Point, Vec3};
+use spatium_benches::TABLE_FACTOR;
+use spatium_benches::sph_scene::{
+    FlowStats, PAIRS_PER_PARTICLE, SPH_SIDE, SPH_SMALL_SIDE, SPH_SPACING, Search, SphScene,
+    StageClock, Structure, VecFluid, WARM_STEPS,
+};
+
+/// This crate's directory.
+const DIR: &str = env!("CARGO_MANIFEST_DIR");
+
+/// Command-line options.
+#[derive(Debug)]
+struct Args {
+    quick: bool,
+    side: usize,
+    /// The `--n` asked for, if it was not a cube.
+    asked_n: Option<usize>,
+    out: PathBuf,
+    /// The arguments as given, for the report's command line.
+    raw: Vec<String>,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let raw: Vec<String> = std::env::args().skip(1).collect();
+    let mut args = Args {
+        quick: false,
+        side: SPH_SIDE,
+        asked_n: None,
+        out: PathBuf::from(DIR),
+        raw: raw.clone(),
+    };
+    let mut it = raw.into_iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--quick" => args.quick = true,
+            "--n" => {
+                let v = it.next().ok_or("--n needs a value")?;
+                let n: usize = v.parse().map_err(|e| format!("--n {v}: {e}"))?;
+                if !(8..=1_000_000).contains(&n) {
+                    return Err(format!("--n {n}: between 8 and 1000000"));
+                }
+                let side = (n as f64).cbrt().round() as usize;
+                if side.pow(3) != n {
+                    args.asked_n = Some(n);
+                }
+                args.side = side;
+            }
+            "--out" => args.out = PathBuf::from(it.next().ok_or("--out needs a directory")?),
+            "-h" | "--help" => {
+                return Err("usage: sph_report [--quick] [--n N] [--out DIR]".into());
+            }
+            other => return Err(format!("unknown argument {other}")),
+        }
+    }
+    Ok(args)
+}
+
+/// Steps per structure: untimed warm-up (first use of the buffers), then
+/// timed.
+#[derive(Clone, Copy, Debug)]
+struct Plan {
+    warm: usize,
+    timed: usize,
+}
+
+const FULL: Plan = Plan { warm: 3, timed: 40 };
+const QUICK: Plan = Plan { warm: 1, timed: 5 };
+
+/// One structure's measurements on one scene.
+#[derive(Debug)]
+struct Row {
+    structure: Structure,
+    /// Pairs at the snapshot.
+    pairs: Result<u64, Error>,
+    /// Wall-clock ms of each timed step.
+    wall_ms: Vec<f64>,
+    /// Thread CPU ms of each timed step.
+    cpu_ms: Vec<f64>,
+    /// Stage times summed over the timed steps.
+    stages: StageClock,
+    /// The first error a step returned (the structure refused the scene).
+    error: Option<Error>,
+    /// The flow after the last step (one step from the snapshot).
+    flow: Option<FlowStats>,
+    /// Largest distance of a particle from its position in the
+    /// `spatium-sorted` run after the last step, in spacings.
+    deviation: Option<f32>,
+}
+
+impl Row {
+    fn ok(&self) -> bool {
+        self.error.is_none() && !self.wall_ms.is_empty()
+    }
+    fn wall(&self) -> Stats {
+        Stats::of(&self.wall_ms)
+    }
+    fn cpu(&self) -> Stats {
+        Stats::of(&self.cpu_ms)
+    }
+}
+
+/// Median, min and max of a sample.
+#[derive(Clone, Copy, Debug)]
+struct Stats {
+    median: f64,
+    min: f64,
+    max: f64,
+}
+
+impl Stats {
+    fn of(v: &[f64]) -> Self {
+        let mut s = v.to_vec();
+        s.sort_by(f64::total_cmp);
+        let m = s.len();
+        let median = match m {
+            0 => f64::NAN,
+            _ if m % 2 == 1 => s[m / 2],
+            _ => 0.5 * (s[m / 2 - 1] + s[m / 2]),
+        };
+        Self {
+            median,
+            min: s.first().copied().unwrap_or(f64::NAN),
+            max: s.last().copied().unwrap_or(f64::NAN),
+        }
+    }
+}
+
+/// A structure under measurement.
+struct Subject {
+    search: Search,
+    fluid: VecFluid,
+    row: Row,
+}
+
+/// Measures every structure measured at the scene's size, round robin,
+/// every step from the snapshot.
+fn measure(scene: &SphScene, plan: Plan) -> Vec<Row> {
+    let n = scene.n();
+    let h = scene.params.h;
+    let mut subjects: Vec<Subject> = Structure::ALL
+        .iter()
+        .filter(|s| s.measured(n))
+        .map(|&s| {
+            let mut search = Search::new(s, n);
+            let pairs = search.pairs(&scene.positions, h);
+            Subject {
+                search,
+                fluid: scene.fluid().expect("the snapshot fits its own size"),
+                row: Row {
+                    structure: s,
+                    pairs,
+                    wall_ms: Vec::new(),
+                    cpu_ms: Vec::new(),
+                    stages: StageClock::default(),
+                    error: None,
+                    flow: None,
+                    deviation: None,
+                },
+            }
+        })
+        .collect();
+    for s in &mut subjects {
+        if let Err(e) = s.row.pairs {
+            s.row.error = Some(e);
+            continue;
+        }
+        for _ in 0..plan.warm {
+            scene
+                .restore(&mut s.fluid)
+                .expect("the snapshot fits its own size");
+            if let Err(e) = s.search.step(&mut s.fluid, &mut ()) {
+                s.row.error = Some(e);
+                break;
+            }
+        }
+    }
+    let k = subjects.len();
+    for round in 0..plan.timed {
+        for j in 0..k {
+            let s = &mut subjects[(j + round) % k];
+            if s.row.error.is_some() {
+                continue;
+            }
+            scene
+                .restore(&mut s.fluid)
+                .expect("the snapshot fits its own size");
+            let mut clock = StageClock::default();
+            let c = ThreadTime::now();
+            let t = Instant::now();
+            let r = s.search.step(&mut s.fluid, &mut clock);
+            let wall = t.elapsed();
+            let cpu = c.elapsed();
+            match r {
+                Ok(()) => {
+                    s.row.wall_ms.push(wall.as_secs_f64() * 1e3);
+                    s.row.cpu_ms.push(cpu.as_secs_f64() * 1e3);
+                    for (a, b) in s.row.stages.ns.iter_mut().zip(clock.ns) {
+                        *a += b;
+                    }
+                }
+                Err(e) => s.row.error = Some(e),
+            }
+        }
+        eprint!("\r  N={n}: step {}/{}", round + 1, plan.timed);
+    }
+    eprintln!();
+    let reference: Option<Vec<Vec3>> = subjects
+        .iter()
+        .find(|s| s.row.structure == Structure::Sorted && s.row.ok())
+        .map(|s| s.fluid.positions().to_vec());
+    subjects
+        .into_iter()
+        .map(|mut s| {
+            if s.row.ok() {
+                s.row.flow = Some(FlowStats::of(&s.fluid));
+                s.row.deviation = reference.as_ref().map(|r| {
+                    r.iter()
+                        .zip(s.fluid.positions())
+                        .map(|(a, b)| a.distance_squared(*b).sqrt())
+                        .fold(0.0f32, f32::max)
+                        / SPH_SPACING
+                });
+            }
+            s.row
+        })
+        .collect()
+}
+
+// ----------------------------------------------------------------- provenance
+
+fn command_line(cmd: &str, args: &[&str]) -> Option<String> {
+    let out = Command::new(cmd).args(args).output().ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    Some(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}
+
+/// The CPU model from `/proc/cpuinfo`.
+fn cpu_model() -> String {
+    let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    info.lines()
+        .find(|l| l.starts_with("model name"))
+        .and_then(|l| l.split(':').nth(1))
+        .map_or("unknown CPU", str::trim)
+        .to_owned()
+}
+
+/// The 1-minute load average.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().map(str::to_owned))
+        .unwrap_or_else(|| "?".into())
+}
+
+/// The commit, flagged if core/, host-tests/ or benches/ have uncommitted
+/// changes.
+fn commit() -> String {
+    command_line("git", &["-C", DIR, "rev-parse", "--short", "HEAD"]).map_or_else(
+        || "unknown (no git)".to_owned(),
+        |c| {
+            let dirty = command_line(
+                "git",
+                &[
+                    "-C",
+                    DIR,
+                    "status",
+                    "--porcelain",
+                    "--",
+                    "../core",
+                    "../host-tests",
+                    ".",
+                ],
+            )
+            .is_some_and(|s| !s.is_empty());
+            if dirty {
+                format!("{c} (with uncommitted changes under core/, host-tests/ or benches/)")
+            } else {
+                c
+            }
+        },
+    )
+}
+
+/// The version of `name` in the workspace's `Cargo.lock`.
+fn locked_version(name: &str) -> String {
+    let lock = std::fs::read_to_string(format!("{DIR}/../Cargo.lock")).unwrap_or_default();
+    let mut lines = lock.lines();
+    while let Some(l) = lines.next() {
+        if l == format!("name = \"{name}\"")
+            && let Some(v) = lines.next().and_then(|v| v.strip_prefix("version = "))
+        {
+            return v.trim_matches('"').to_owned();
+        }
+    }
+    "?".to_owned()
+}
+
+// ----------------------------------------------------------------- markdown
+
+fn fmt_ms(x: f64) -> String {
+    if x >= 100.0 {
+        format!("{x:.0}")
+    } else if x >= 10.0 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.2}")
+    }
+}
+
+fn fmt_rate(ms: f64) -> String {
+    let r = 1e3 / ms;
+    if r >= 100.0 {
+        format!("{r:.0}")
+    } else {
+        format!("{r:.1}")
+    }
+}
+
+/// The peer's row, if it ran.
+fn peer(rows: &[Row]) -> Option<&Row> {
+    rows.iter().find(|r| r.structure.is_peer() && r.ok())
+}
+
+/// The throughput table: steps/s, ms/step with min–max, wall and CPU, and
+/// the ratio to the peer.
+fn speed_table(md: &mut String, rows: &[Row]) {
+    let peer = peer(rows);
+    md.push_str(
+        "| structure | steps/s (wall) | wall ms/step, median [min–max] | steps/s (CPU) | \
+         CPU ms/step, median [min–max] | vs splashsurf (wall) | vs splashsurf (CPU) | steps |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for r in rows {
+        let name = if r.structure.is_peer() {
+            format!("*{}* (peer)", r.structure)
+        } else {
+            format!("`{}`", r.structure)
+        };
+        if let Some(e) = r.error {
+            let _ = writeln!(md, "| {name} | refused: `{e:?}` | – | – | – | – | – | – |");
+            continue;
+        }
+        let (w, c) = (r.wall(), r.cpu());
+        let ratio = |p: f64, x: f64| format!("{:.2}", p / x);
+        let (rw, rc) = match peer {
+            Some(p) => (
+                ratio(p.wall().median, w.median),
+                ratio(p.cpu().median, c.median),
+            ),
+            None => ("–".into(), "–".into()),
+        };
+        let _ = writeln!(
+            md,
+            "| {name} | **{}** | {} [{}–{}] | {} | {} [{}–{}] | {rw} | {rc} | {} |",
+            fmt_rate(w.median),
+            fmt_ms(w.median),
+            fmt_ms(w.min),
+            fmt_ms(w.max),
+            fmt_rate(c.median),
+            fmt_ms(c.median),
+            fmt_ms(c.min),
+            fmt_ms(c.max),
+            r.wall_ms.len(),
+        );
+    }
+    md.push_str(
+        "\n*vs splashsurf*: the peer's median ms/step divided by the structure's, measured in \
+         the same run (> 1: the step is faster than with splashsurf's search).\n",
+    );
+}
+
+/// The split of a step's wall-clock time by stage.
+fn stage_table(md: &mut String, rows: &[Row]) {
+    md.push_str("| structure |");
+    for s in Stage::ALL {
+        let _ = write!(md, " {} |", s.name());
+    }
+    md.push_str(" outside stages | mean step |\n|---|");
+    for _ in 0..Stage::ALL.len() + 2 {
+        md.push_str("---:|");
+    }
+    md.push('\n');
+    for r in rows.iter().filter(|r| r.ok()) {
+        let steps = r.wall_ms.len() as f64;
+        let mean_step: f64 = r.wall_ms.iter().sum::<f64>() / steps;
+        let stage_ms: Vec<f64> = r
+            .stages
+            .ns
+            .iter()
+            .map(|&x| x as f64 / 1e6 / steps)
+            .collect();
+        let outside = mean_step - stage_ms.iter().sum::<f64>();
+        let _ = write!(md, "| `{}` |", r.structure);
+        for ms in stage_ms.iter().chain([&outside]) {
+            let _ = write!(md, " {} ({:.1} %) |", fmt_ms(*ms), 100.0 * ms / mean_step);
+        }
+        let _ = writeln!(md, " {} |", fmt_ms(mean_step));
+    }
+    md.push_str(
+        "\nWall-clock ms per step (mean over the timed steps) and % of the mean step. \
+         *outside stages*: the rest of `Fluid::step` (saving the start state, the finiteness \
+         check, the parameter check) and the timer's own calls. *neighbour search* is the \
+         structure's `build` (twice per step: leapfrog evaluates forces twice); the pair \
+         traversals (`for_each_pair`, three per evaluation) are counted in density, normals \
+         and forces, where they run.\n",
+    );
+}
+
+/// Mean wall ms per step of `r` in `stages` (indices into [`Stage::ALL`]),
+/// and the mean step.
+fn stage_share(r: &Row, stages: &[Stage]) -> (f64, f64) {
+    let steps = r.wall_ms.len() as f64;
+    let mean_step = r.wall_ms.iter().sum::<f64>() / steps;
+    let ms: f64 = stages
+        .iter()
+        .map(|&s| r.stages.ns[s.index()] as f64 / 1e6 / steps)
+        .sum();
+    (ms, mean_step)
+}
+
+/// A paragraph on where the time goes, from the measured rows.
+fn findings(md: &mut String, rows: &[Row]) {
+    let find = |s: Structure| rows.iter().find(|r| r.structure == s && r.ok());
+    let (Some(sorted), Some(splash)) = (find(Structure::Sorted), find(Structure::Splashsurf))
+    else {
+        return;
+    };
+    let pct = |r: &Row, stages: &[Stage]| {
+        let (ms, step) = stage_share(r, stages);
+        100.0 * ms / step
+    };
+    let walks = [Stage::Density, Stage::Normals, Stage::Forces];
+    let build = [Stage::NeighborSearch];
+    let _ = write!(
+        md,
+        "\n**Where the time goes.** With `spatium-sorted`, the stages that walk the pairs \
+         (density, normals, forces: three `for_each_pair` per evaluation, six per step) take \
+         {:.0} % of the step and the two builds {:.0} %: every walk searches the grid again. \
+         With splashsurf, the builds take {:.0} % \
+         and the walks {:.0} %: it finds every neighbour list once per build (slowly: a hash map \
+         of cells) and the solver then walks flat lists.",
+        pct(sorted, &walks),
+        pct(sorted, &build),
+        pct(splash, &build),
+        pct(splash, &walks),
+    );
+    if let Some(pairs) = find(Structure::SortedCached) {
+        let _ = write!(
+            md,
+            " Doing both, the grid search once per build and the walks over the flat pair list \
+             of `spatium::PairCache` (`spatium-sorted+cache`), runs the step {:.2}× as fast as \
+             `spatium-sorted` ({} steps/s, {:.2}× splashsurf's rate).",
+            sorted.wall().median / pairs.wall().median,
+            fmt_rate(pairs.wall().median),
+            splash.wall().median / pairs.wall().median,
+        );
+    }
+    md.push('\n');
+}
+
+/// The sanity checks: pairs at the snapshot and the flow after the run.
+fn check_table(md: &mut String, rows: &[Row], spacing_note: &str) {
+    let reference = rows
+        .iter()
+        .find(|r| r.structure == Structure::Sorted)
+        .and_then(|r| r.pairs.ok());
+    md.push_str(
+        "| structure | pairs at the snapshot | vs `spatium-sorted` | density min / mean / max \
+         after one step | max speed (m/s) | max deviation from `spatium-sorted` (spacings) |\n\
+         |---|---:|---:|---:|---:|---:|\n",
+    );
+    for r in rows {
+        let pairs = match r.pairs {
+            Ok(p) => p.to_string(),
+            Err(e) => format!("`{e:?}`"),
+        };
+        let diff = match (r.pairs, reference) {
+            (Ok(p), Some(q)) => format!("{:+}", p as i64 - q as i64),
+            _ => "–".into(),
+        };
+        let flow = r.flow.map_or("–".into(), |f| {
+            format!(
+                "{:.3} / {:.3} / {:.3}",
+                f.density_min, f.density_mean, f.density_max
+            )
+        });
+        let speed = r.flow.map_or("–".into(), |f| format!("{:.2}", f.max_speed));
+        let dev = r.deviation.map_or("–".into(), |d| format!("{d:.2e}"));
+        let _ = writeln!(
+            md,
+            "| `{}` | {pairs} | {diff} | {flow} | {speed} | {dev} |",
+            r.structure
+        );
+    }
+    let _ = writeln!(md, "\n{spacing_note}");
+}
+
+fn scene_section(md: &mut String, scene: &SphScene) {
+    let p = &scene.params;
+    let (lo, hi) = (scene.domain.min(), scene.domain.max());
+    let (blo, bhi) = (scene.block.min(), scene.block.max());
+    let eos = match p.eos {
+        EquationOfState::Tait => "Tait (exponent 7)",
+        EquationOfState::IdealGas => "ideal gas",
+    };
+    let integrator = match p.integrator {
+        Integrator::Leapfrog => "leapfrog (two force evaluations per step)",
+        Integrator::Euler => "explicit Euler",
+    };
+    let f = scene.stats;
+    let _ = writeln!(
+        md,
+        "A dam break (`spatium_benches::sph_scene::SphScene::new({side})`): a {side}³ = {n} \
+         particle lattice filled by `Fluid::fill_block` into the block \
+         [{:.0}, {:.0}]×[{:.0}, {:.0}]×[{:.0}, {:.0}] m at spacing {SPH_SPACING} m, at rest, in the \
+         box [{:.0}, {:.0}]×[{:.0}, {:.0}]×[{:.0}, {:.0}] m (twice as long as the block), released \
+         under gravity and run {WARM_STEPS} steps with `CellSortedHash` so that it is no longer a \
+         perfect lattice. Its positions and velocities then are the snapshot every measurement \
+         starts from. No random input: the scene is the same bit for bit on every run.\n\n\
+         Parameters: `SphParams::seed(domain, {SPH_SPACING})`: h = {} m, mass {:.4e}, ρ₀ = {}, \
+         k = {}, {eos}, μ = {}, γ = {}, g = {} m/s², Δt = {} s, {integrator}, wall damping {}; \
+         no obstacles (`solids = ()`), so *collisions* is the wall clamp alone.\n\n\
+         At the snapshot: density min / mean / max {:.3} / {:.3} / {:.3}, max speed {:.2} m/s \
+         (density of the warm-up's last force evaluation; the lattice's interior starts at \
+         ρ₀ = 1).\n",
+        blo.x,
+        bhi.x,
+        blo.y,
+        bhi.y,
+        blo.z,
+        bhi.z,
+        lo.x,
+        hi.x,
+        lo.y,
+        hi.y,
+        lo.z,
+        hi.z,
+        p.h,
+        p.mass,
+        p.rest_density,
+        p.stiffness,
+        p.viscosity,
+        p.surface_tension,
+        -p.gravity.coord(1),
+        p.dt,
+        p.damping,
+        f.density_min,
+        f.density_mean,
+        f.density_max,
+        f.max_speed,
+        side = scene.side,
+        n = scene.n(),
+    );
+}
+
+fn structures_section(md: &mut String, table: usize) {
+    let _ = writeln!(
+        md,
+        "Every structure is built from scratch by `Fluid::step` before each force evaluation \
+         (`NeighborSearch::build` over the current positions, radius h), and the solver walks \
+         its pairs with `for_each_pair`. Tables: `table_len_with_factor(N, {TABLE_FACTOR})` = \
+         {table} slots for every spatium hash.\n\n\
+         - `spatium-sorted`: `uniform::CellSortedHash` (`make::cell_sorted`).\n\
+         - `spatium-sorted+cache`, `spatium-hierarchical+cache`: the same searches behind \
+         `spatium::PairCache` ({PAIRS_PER_PARTICLE} slots per particle), which records the \
+         pairs once per build and replays them for the solver's three walks per evaluation \
+         (the main job's default).\n\
+         - `spatium-linked`: `uniform::LinkedHash` (`make::linked`), rebuilt by `build` each \
+         evaluation.\n\
+         - `spatium-bucket64`: `uniform::BucketHash` with 64 slots per bucket \
+         (`make::bucketed`).\n\
+         - `spatium-hierarchical` / `spatium-multilevel`: `hhash::HierarchicalHash` / \
+         `hhash::MultilevelHash` from `ClassHash::for_particles` (smallest class = h, no pruning \
+         levels: the best pyramid in `HHASH_REPORT.md`'s neighbour search), pool N entries.\n\
+         - `spatium-brute`: `BruteForceNeighbors` (all N(N−1)/2 pairs), small N only.\n\
+         - *splashsurf* (the peer, splashsurf_lib {}): \
+         `sph_scene::SplashsurfSearch`, a `spatium::NeighborSearch` adapter. `build` copies the \
+         positions (spatium form and nalgebra form), lays splashsurf's grid over the particles' \
+         bounding box grown by h and runs the sequential \
+         `neighborhood_search_spatial_hashing_flat::<i64, f32>` into its \
+         `FlatNeighborhoodList` (reused between builds; the flat form was splashsurf's faster \
+         one in `REPORT.md`'s csr rows); `for_each_pair` walks the lists keeping i < j and \
+         recomputes d² with `Point::distance_squared` (splashsurf keeps no distances), keeping \
+         d² < h² by that recomputation (the trait's strict rule; splashsurf tests the same); \
+         `for_each_neighbor` walks one list; `for_each_within` (a point that is no particle) is \
+         a linear scan.\n",
+        locked_version("splashsurf_lib"),
+    );
+}
+
+fn main() -> ExitCode {
+    let args = match parse_args() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let started = Instant::now();
+    let load_start = load_average();
+    let date = command_line("date", &["-u", "+%Y-%m-%d %H:%M UTC"]).unwrap_or_else(|| "?".into());
+    let commit = commit();
+    let rustc = command_line("rustc", &["--version"]).unwrap_or_else(|| "?".into());
+    let nproc = command_line("nproc", &[]).unwrap_or_else(|| "?".into());
+    let plan = if args.quick { QUICK } else { FULL };
+
+    eprintln!(
+        "scene: {}³ particles, {WARM_STEPS} warm-up steps",
+        args.side
+    );
+    let scene = match SphScene::new(args.side) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("the scene failed: {e:?}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let rows = measure(&scene, plan);
+    let small = (args.side > SPH_SMALL_SIDE).then(|| {
+        eprintln!("small scene: {SPH_SMALL_SIDE}³ particles");
+        let s = SphScene::new(SPH_SMALL_SIDE).expect("the small scene runs");
+        let r = measure(&s, plan);
+        (s, r)
+    });
+    let load_end = load_average();
+    let elapsed = started.elapsed().as_secs_f64();
+
+    let n = scene.n();
+    let command = if args.raw.is_empty() {
+        "cargo run --release -p spatium-benches --bin sph_report".to_owned()
+    } else {
+        format!(
+            "cargo run --release -p spatium-benches --bin sph_report -- {}",
+            args.raw.join(" ")
+        )
+    };
+    let mut md = String::new();
+    let _ = writeln!(
+        md,
+        "# SPH: steps per second for {n} particles on one CPU core\n\n\
+         Written by `{command}`; do not edit by hand.{}{}\n",
+        if args.quick {
+            " **`--quick` run: few steps, a smoke test, not a measurement.**"
+        } else {
+            ""
+        },
+        match args.asked_n {
+            Some(a) => format!(" (`--n {a}` rounded to the nearest cube, {n}.)"),
+            None => String::new(),
+        }
+    );
+    let _ = writeln!(
+        md,
+        "| | |\n|---|---|\n\
+         | machine | {}, `nproc` = {nproc}; shared with other work |\n\
+         | load average (1 min) | {load_start} at start, {load_end} at end |\n\
+         | date | {date} |\n\
+         | commit | {commit} |\n\
+         | compiler | {rustc} (release profile) |\n\
+         | threads | 1: spatium has no threads; splashsurf_lib is called only through its \
+         sequential `neighborhood_search_spatial_hashing_flat` (it links rayon, that function \
+         does not use it); the process is not pinned to a core |\n\
+         | timing | every step starts from the snapshot (the fluid is put back before each \
+         step, untimed), so each structure times the same step; per structure {} untimed \
+         steps, then {} timed steps, the structures taking turns step by step (round robin, the \
+         first of each round rotating); wall clock \
+         (`Instant`) and the thread's CPU time (`cpu_time::ThreadTime`) of each `Fluid::step`; \
+         medians with the measured min–max. CPU time leaves out waiting for a core while other \
+         jobs run; cache and memory-bandwidth interference stays in both |\n\
+         | run time | {elapsed:.0} s |\n",
+        cpu_model(),
+        plan.warm,
+        plan.timed,
+    );
+
+    // Headline.
+    if let Some(p) = peer(&rows) {
+        let pw = p.wall().median;
+        let best = rows
+            .iter()
+            .filter(|r| r.ok() && !r.structure.is_peer())
+            .min_by(|a, b| a.wall().median.total_cmp(&b.wall().median));
+        if let Some(b) = best {
+            let bw = b.wall().median;
+            let _ = writeln!(
+                md,
+                "**Headline.** N = {n}, one core: `{}` runs **{} steps/s** (median {} ms/step \
+                 wall, {} ms CPU; fastest step {} ms); with splashsurf's search the same step \
+                 runs {} steps/s ({} ms): **{:.2}×** the peer's rate.\n",
+                b.structure,
+                fmt_rate(bw),
+                fmt_ms(bw),
+                fmt_ms(b.cpu().median),
+                fmt_ms(b.wall().min),
+                fmt_rate(pw),
+                fmt_ms(pw),
+                pw / bw,
+            );
+        }
+    }
+
+    let _ = writeln!(md, "## Scene\n");
+    scene_section(&mut md, &scene);
+    let _ = writeln!(md, "## Structures\n");
+    structures_section(
+        &mut md,
+        spatium::uniform::table_len_with_factor(n, TABLE_FACTOR),
+    );
+
+    let _ = writeln!(md, "## Steps per second, N = {n}\n");
+    speed_table(&mut md, &rows);
+    let _ = writeln!(md, "\n## Time by stage, N = {n}\n");
+    stage_table(&mut md, &rows);
+    findings(&mut md, &rows);
+    let note = "Pairs are counted with each structure's own `build` + `for_each_pair` over the \
+                snapshot. The deviation is the largest distance between a particle's position \
+                after one step from the snapshot and its position after the same step with \
+                `spatium-sorted`: the structures report pairs in different orders, so the sums \
+                are rounded differently (the same step, not the same bits; \
+                `spatium-sorted+cache` replays `spatium-sorted`'s order, so it is bit-identical).";
+    let _ = writeln!(md, "\n## Checks, N = {n}\n");
+    check_table(&mut md, &rows, note);
+
+    if let Some((s, r)) = &small {
+        let m = s.n();
+        let _ = writeln!(
+            md,
+            "\n## Small scene with brute force, N = {m}\n\n\
+             The same dam break at {}³ = {m} particles (a block of side {:.0} m), with brute \
+             force, which is O(N²) and is measured only here.\n",
+            s.side,
+            s.side as f64 * f64::from(SPH_SPACING),
+        );
+        speed_table(&mut md, r);
+        md.push('\n');
+        stage_table(&mut md, r);
+        md.push('\n');
+        check_table(&mut md, r, note);
+    }
+    let _ = writeln!(
+        md,
+        "\nCriterion benchmarks of the same steps: `cargo bench -p spatium-benches --bench sph` \
+         (each iteration restores the snapshot, untimed, then times one step)."
+    );
+
+    let path = args.out.join("SPH_REPORT.md");
+    if let Err(e) = std::fs::write(&path, &md) {
+        eprintln!("writing {}: {e}", path.display());
+        return ExitCode::FAILURE;
+    }
+    eprintln!("wrote {} in {elapsed:.0} s", path.display());
+    ExitCode::SUCCESS
+}
