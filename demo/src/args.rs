@@ -26,92 +26,12 @@ usage: spatium-demo [FLAGS]
                      times; 0..=256, 0 turns the cache off (default 32)
   -h, --help         print this text";
 
-/// The neighbour search used by the fluid.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SearchKind {
-    /// `uniform::CellSortedHash`.
-    Sorted,
-    /// `uniform::BucketHash`.
-    Bucketed,
-    /// `uniform::LinkedHash`.
-    Linked,
-    /// `hhash::HierarchicalHash` for particles.
-    Hierarchical,
-    /// `hhash::MultilevelHash` for particles.
-    Multilevel,
-    /// `BruteForceNeighbors`.
-    Brute,
-}
+pub use spatium_host_tests::runtime::{BroadKind, Named, SearchKind};
 
-impl SearchKind {
-    /// Every kind with its flag value.
-    const NAMES: [(&'static str, Self); 6] = [
-        ("sorted", Self::Sorted),
-        ("bucketed", Self::Bucketed),
-        ("linked", Self::Linked),
-        ("hierarchical", Self::Hierarchical),
-        ("multilevel", Self::Multilevel),
-        ("brute", Self::Brute),
-    ];
-
-    /// The flag value naming this kind.
-    pub fn name(self) -> &'static str {
-        lookup_name(&Self::NAMES, self)
-    }
-}
-
-/// The broad phase that finds the obstacles near a particle.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BroadKind {
-    /// `HierarchicalHashGrid`.
-    Hhg,
-    /// `kdtree::KdBroadPhase`.
-    KdTree,
-    /// `hhash::HierarchicalHash`.
-    Hierarchical,
-    /// `hhash::MultilevelHash`.
-    Multilevel,
-    /// `BruteForceBroadPhase`.
-    Brute,
-}
-
-impl BroadKind {
-    /// Every kind with its flag value.
-    const NAMES: [(&'static str, Self); 5] = [
-        ("hhg", Self::Hhg),
-        ("kdtree", Self::KdTree),
-        ("hierarchical", Self::Hierarchical),
-        ("multilevel", Self::Multilevel),
-        ("brute", Self::Brute),
-    ];
-
-    /// The flag value naming this kind.
-    pub fn name(self) -> &'static str {
-        lookup_name(&Self::NAMES, self)
-    }
-}
-
-/// The name of `kind` in a name table.
-fn lookup_name<T: PartialEq + Copy>(names: &[(&'static str, T)], kind: T) -> &'static str {
-    names
-        .iter()
-        .find(|(_, k)| *k == kind)
-        .map_or("?", |(n, _)| n)
-}
-
-/// The kind named `value` in a name table, or a message listing the names.
-fn lookup_kind<T: Copy>(names: &[(&'static str, T)], flag: &str, value: &str) -> Result<T, String> {
-    names
-        .iter()
-        .find(|(n, _)| *n == value)
-        .map(|(_, k)| *k)
-        .ok_or_else(|| {
-            let all: Vec<&str> = names.iter().map(|(n, _)| *n).collect();
-            format!(
-                "{flag}: unknown value {value:?} (expected one of {})",
-                all.join(", ")
-            )
-        })
+/// The kind named `value`, or a message naming the flag and listing the
+/// names.
+fn lookup_kind<T: Named>(flag: &str, value: &str) -> Result<T, String> {
+    T::from_name(value).map_err(|e| format!("{flag}: {e}"))
 }
 
 /// A validated run configuration.
@@ -259,8 +179,8 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Command, String>
             "--dt" => a.dt = real(f, v, 0.0, MAX_DT, true)?,
             "--spacing" => a.spacing = real(f, v, MIN_SPACING, MAX_SPACING, false)?,
             "--spheres" => a.spheres = integer(f, v, 0, MAX_SPHERES)?,
-            "--structure" => a.structure = lookup_kind(&SearchKind::NAMES, f, v)?,
-            "--broadphase" => a.broadphase = lookup_kind(&BroadKind::NAMES, f, v)?,
+            "--structure" => a.structure = lookup_kind(f, v)?,
+            "--broadphase" => a.broadphase = lookup_kind(f, v)?,
             "--images" => a.images = integer(f, v, 0, MAX_IMAGES)?,
             "--seed" => a.seed = integer(f, v, 0, u64::MAX)?,
             "--pair-cache" => a.pair_cache = integer(f, v, 0, 256)?,
@@ -345,11 +265,11 @@ mod tests {
 
     #[test]
     fn every_structure_name_parses_back() {
-        for (name, kind) in SearchKind::NAMES {
+        for &(name, kind) in SearchKind::NAMES {
             assert_eq!(args(&["--structure", name]).structure, kind);
             assert_eq!(kind.name(), name);
         }
-        for (name, kind) in BroadKind::NAMES {
+        for &(name, kind) in BroadKind::NAMES {
             assert_eq!(args(&["--broadphase", name]).broadphase, kind);
             assert_eq!(kind.name(), name);
         }

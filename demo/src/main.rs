@@ -38,7 +38,6 @@ mod args;
 mod plot;
 mod render;
 mod scene;
-mod structures;
 mod timing;
 
 use std::io::Write;
@@ -51,9 +50,16 @@ use spatium::sph::source::Emitter;
 use spatium::sph::{Fluid, ParticleState, SphParams};
 use spatium::{Aabb3, Error, NeighborPair, PairCache, Vec3};
 
+use args::Named;
 use args::{Args, Command, USAGE};
 use render::DensityScale;
-use structures::{Broad, Search};
+use spatium_host_tests::runtime::{AnyBroad, AnySearch};
+
+/// The obstacles' broad phase, chosen by flag.
+type Broad = AnyBroad<Aabb3>;
+
+/// The fluid's neighbour search, chosen by flag.
+type Search = AnySearch<Vec3>;
 use timing::{StepTiming, Timer};
 
 /// Densities drawn pale and strong blue, as multiples of the rest density.

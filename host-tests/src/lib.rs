@@ -9,6 +9,7 @@ pub mod make;
 pub mod oracle;
 pub mod pouchol;
 pub mod rng;
+pub mod runtime;
 pub mod scenarios;
 pub mod sph;
 
