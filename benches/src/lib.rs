@@ -19,6 +19,7 @@
 pub mod bp_peers;
 pub mod check;
 pub mod pouchol_scene;
+pub mod provenance;
 pub mod runner;
 pub mod scene;
 pub mod settle;

@@ -19,7 +19,7 @@ use core::fmt::Write as _;
 use core::time::Duration;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
 use std::time::Instant;
 
 use cpu_time::ThreadTime;
@@ -27,6 +27,7 @@ use plotters::prelude::*;
 use spatium::uniform::{table_len_for, table_len_with_factor};
 use spatium::{NeighborSearch, Vec3};
 use spatium_benches::check::tolerance;
+use spatium_benches::provenance::{self, command_line, commit, logical_cpus};
 use spatium_benches::{
     CheckError, Imp, MAX_N_TABLE_100, Metric, Order, Reference, Runner, SIDES, Scene, TABLE_FACTOR,
     checked_runner,
@@ -255,9 +256,6 @@ fn scene_info(scene: &Scene, reference: Reference) -> SceneInfo {
     }
 }
 
-/// This crate's directory.
-const DIR: &str = env!("CARGO_MANIFEST_DIR");
-
 /// Where and when the measured code came from, taken when the run starts
 /// (`cargo run` builds just before).
 #[derive(Debug)]
@@ -271,30 +269,8 @@ impl Provenance {
     fn now() -> Self {
         let date =
             command_line("date", &["-u", "+%Y-%m-%d %H:%M UTC"]).unwrap_or_else(|| "?".into());
-        let commit = command_line("git", &["-C", DIR, "rev-parse", "--short", "HEAD"]).map_or_else(
-            || "unknown (no git)".to_owned(),
-            |c| {
-                // Only the measured code matters: core/ and host-tests/.
-                let dirty = command_line(
-                    "git",
-                    &[
-                        "-C",
-                        DIR,
-                        "status",
-                        "--porcelain",
-                        "--",
-                        "../core",
-                        "../host-tests",
-                    ],
-                )
-                .is_some_and(|s| !s.is_empty());
-                if dirty {
-                    format!("{c} (core/ or host-tests/ with uncommitted changes)")
-                } else {
-                    c
-                }
-            },
-        );
+        // Only the measured code matters: core/ and host-tests/.
+        let commit = commit(&["../core", "../host-tests"], "core/ or host-tests/");
         let rustc = command_line("rustc", &["--version"]).unwrap_or_else(|| "?".into());
         Self {
             date,
@@ -304,24 +280,12 @@ impl Provenance {
     }
 }
 
-fn command_line(cmd: &str, args: &[&str]) -> Option<String> {
-    let out = Command::new(cmd).args(args).output().ok()?;
-    if !out.status.success() {
-        return None;
-    }
-    Some(String::from_utf8_lossy(&out.stdout).trim().to_owned())
-}
-
 fn cpu_model() -> String {
-    let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let model = info
-        .lines()
-        .find(|l| l.starts_with("model name"))
-        .and_then(|l| l.split(':').nth(1))
-        .map_or("unknown CPU", str::trim)
-        .to_owned();
-    let logical = info.lines().filter(|l| l.starts_with("processor")).count();
-    format!("{model}, {logical} logical CPUs")
+    format!(
+        "{}, {} logical CPUs",
+        provenance::cpu_model(),
+        logical_cpus()
+    )
 }
 
 /// `name version` of the peers, from the workspace's `Cargo.lock`.

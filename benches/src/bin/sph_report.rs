@@ -31,20 +31,18 @@
 
 use core::fmt::Write as _;
 use std::path::PathBuf;
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
 use std::time::Instant;
 
 use cpu_time::ThreadTime;
 use spatium::sph::{EquationOfState, Integrator, Stage};
 use spatium::{BoundingBox, Error, Point, Vec3};
 use spatium_benches::TABLE_FACTOR;
+use spatium_benches::provenance::{self, DIR, command_line, cpu_model};
 use spatium_benches::sph_scene::{
     FlowStats, PAIRS_PER_PARTICLE, SPH_SIDE, SPH_SMALL_SIDE, SPH_SPACING, Search, SphScene,
     StageClock, Structure, VecFluid, WARM_STEPS,
 };
-
-/// This crate's directory.
-const DIR: &str = env!("CARGO_MANIFEST_DIR");
 
 /// Command-line options.
 #[derive(Debug)]
@@ -266,24 +264,6 @@ fn measure(scene: &SphScene, plan: Plan) -> Vec<Row> {
 
 // ----------------------------------------------------------------- provenance
 
-fn command_line(cmd: &str, args: &[&str]) -> Option<String> {
-    let out = Command::new(cmd).args(args).output().ok()?;
-    if !out.status.success() {
-        return None;
-    }
-    Some(String::from_utf8_lossy(&out.stdout).trim().to_owned())
-}
-
-/// The CPU model from `/proc/cpuinfo`.
-fn cpu_model() -> String {
-    let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    info.lines()
-        .find(|l| l.starts_with("model name"))
-        .and_then(|l| l.split(':').nth(1))
-        .map_or("unknown CPU", str::trim)
-        .to_owned()
-}
-
 /// The 1-minute load average.
 fn load_average() -> String {
     std::fs::read_to_string("/proc/loadavg")
@@ -295,29 +275,9 @@ fn load_average() -> String {
 /// The commit, flagged if core/, host-tests/ or benches/ have uncommitted
 /// changes.
 fn commit() -> String {
-    command_line("git", &["-C", DIR, "rev-parse", "--short", "HEAD"]).map_or_else(
-        || "unknown (no git)".to_owned(),
-        |c| {
-            let dirty = command_line(
-                "git",
-                &[
-                    "-C",
-                    DIR,
-                    "status",
-                    "--porcelain",
-                    "--",
-                    "../core",
-                    "../host-tests",
-                    ".",
-                ],
-            )
-            .is_some_and(|s| !s.is_empty());
-            if dirty {
-                format!("{c} (with uncommitted changes under core/, host-tests/ or benches/)")
-            } else {
-                c
-            }
-        },
+    provenance::commit(
+        &["../core", "../host-tests", "."],
+        "core/, host-tests/ or benches/",
     )
 }
 
