@@ -709,3 +709,57 @@ fn set_replaces_one_particle() {
     let g = f.clone();
     assert_eq!(g.positions(), f.positions());
 }
+
+/// A faulty neighbour search (reporting a pair past the fluid, or a
+/// particle with itself) makes the step fail with `UnknownId` and restore
+/// the particles; nothing panics.
+#[test]
+fn faulty_search_is_refused() {
+    use spatium::NeighborSearch;
+
+    struct Faulty {
+        inner: VecCellSorted<Vec3>,
+        extra: (u32, u32),
+    }
+    impl NeighborSearch<Vec3> for Faulty {
+        fn build(&mut self, positions: &[Vec3], radius: f32) -> Result<(), Error> {
+            self.inner.build(positions, radius)
+        }
+        fn len(&self) -> usize {
+            self.inner.len()
+        }
+        fn radius(&self) -> f32 {
+            self.inner.radius()
+        }
+        fn position(&self, id: u32) -> Option<Vec3> {
+            self.inner.position(id)
+        }
+        fn for_each_neighbor<F: FnMut(u32, f32)>(&self, id: u32, f: F) -> Result<(), Error> {
+            self.inner.for_each_neighbor(id, f)
+        }
+        fn for_each_within<F: FnMut(u32, f32)>(&self, p: Vec3, f: F) -> Result<(), Error> {
+            self.inner.for_each_within(p, f)
+        }
+        fn for_each_pair<F: FnMut(u32, u32, f32)>(&self, mut f: F) {
+            self.inner.for_each_pair(&mut f);
+            f(self.extra.0, self.extra.1, 0.001);
+        }
+    }
+    let domain = boxed::<Vec3>([0.0; 3], [1.0; 3]);
+    let p = SphParams::seed(domain, 0.05).unwrap();
+    let mut f = fluid::<Vec3>(200, p);
+    f.fill_block(boxed::<Vec3>([0.0; 3], [0.25; 3]), 0.05, Vec3::ZERO)
+        .unwrap();
+    let before: Vec<_> = f.positions().to_vec();
+    for (extra, id) in [((0, 9999), 9999), ((7, 7), 7), ((u32::MAX, 3), u32::MAX)] {
+        let mut ns = Faulty {
+            inner: search::<Vec3>(200),
+            extra,
+        };
+        assert_eq!(
+            f.step(&mut ns, &mut (), &mut ()),
+            Err(Error::UnknownId { id })
+        );
+        assert_eq!(f.positions(), &before[..]);
+    }
+}

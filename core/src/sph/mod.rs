@@ -392,6 +392,20 @@ impl StageTimer for () {
     fn end(&mut self) {}
 }
 
+/// The pair `(i, j)` as indices below `n`, or `None` (recording the
+/// offending id in `bad`) if the search reported an id past the fluid or a
+/// particle paired with itself.
+#[inline(always)]
+fn pair_ids(i: u32, j: u32, n: usize, bad: &mut Option<u32>) -> Option<(usize, usize)> {
+    let (a, b) = (i as usize, j as usize);
+    if a < n && b < n && a != b {
+        Some((a, b))
+    } else {
+        *bad = Some(if a < n && a != b { j } else { i });
+        None
+    }
+}
+
 /// An SPH fluid in fixed memory: positions in `X`, the rest of each
 /// particle's state in `S`; capacity is the shorter buffer.
 ///
@@ -609,8 +623,12 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
     /// # Errors
     /// [`SphParams::kernels`]' errors; the neighbour search's build errors
     /// (for example [`Error::CapacityExceeded`] if it holds fewer particles
-    /// than the fluid); the solids' errors; [`Error::NonFinite`] if the state
-    /// stops being finite (the scene diverged). On error the particles are
+    /// than the fluid); [`Error::LengthMismatch`] if the search holds another
+    /// number of particles after its build, and [`Error::UnknownId`] if it
+    /// reports a pair with an id past the fluid or a particle paired with
+    /// itself (a faulty search: such pairs are skipped, never indexed); the
+    /// solids' errors; [`Error::NonFinite`] if the state stops being finite
+    /// (the scene diverged). On error the particles are
     /// restored to where the step began (the densities, pressures, normals
     /// and accelerations of the failed evaluation may remain).
     pub fn step<N, C, T>(
@@ -764,10 +782,16 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
         for s in st.iter_mut() {
             s.density = self_density;
         }
+        // A search reporting an id past the fluid (or a particle paired
+        // with itself) is skipped and reported, never indexed.
+        let mut bad = None;
         search.for_each_pair(|i, j, d2| {
+            let Some((i, j)) = pair_ids(i, j, n, &mut bad) else {
+                return;
+            };
             let w = m * k.poly6(d2);
-            st[i as usize].density += w;
-            st[j as usize].density += w;
+            st[i].density += w;
+            st[j].density += w;
         });
         for s in st.iter_mut() {
             s.pressure = p.pressure(s.density);
@@ -781,7 +805,9 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
                 s.normal = P::ZERO;
             }
             search.for_each_pair(|i, j, d2| {
-                let (i, j) = (i as usize, j as usize);
+                let Some((i, j)) = pair_ids(i, j, n, &mut bad) else {
+                    return;
+                };
                 let g = k.poly6_gradient(x[i] - x[j], d2) * (p.h * m);
                 let (ri, rj) = (st[i].density, st[j].density);
                 let inv = 1.0 / (ri * rj);
@@ -798,7 +824,9 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
         let mu = p.viscosity;
         let rho0 = p.rest_density;
         search.for_each_pair(|i, j, d2| {
-            let (i, j) = (i as usize, j as usize);
+            let Some((i, j)) = pair_ids(i, j, n, &mut bad) else {
+                return;
+            };
             let (si, sj) = (&st[i], &st[j]);
             let r = x[i] - x[j];
             let len = libm::sqrtf(d2);
@@ -822,7 +850,10 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
             st[j].acceleration -= a;
         });
         timer.end();
-        Ok(())
+        match bad {
+            Some(id) => Err(Error::UnknownId { id }),
+            None => Ok(()),
+        }
     }
 
     /// Renumbers the particles in Morton (Z) order of their cells of side
