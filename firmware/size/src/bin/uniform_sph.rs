@@ -1,0 +1,76 @@
+//! Size report: uniform-hash neighbour search (`uniform::CellSortedHash`)
+//! and the SPH step (`sph::Fluid::step`, walls only), in `static` arrays.
+//! The parameters are a `const` literal (a firmware knows its scene), so
+//! `SphParams::seed`'s `f64` lattice sum is not linked (the mass is the
+//! value `SphParams::seed(DOMAIN, 0.025)` computes). `fw-uniform-sph-
+//! obstacles` adds a `PairCache` and a sphere behind a broad phase.
+
+#![no_std]
+#![no_main]
+
+use core::hint::black_box;
+
+use cortex_m_rt::entry;
+use panic_halt as _;
+use spatium::sph::{EquationOfState, Fluid, Integrator, ParticleState, SphParams};
+use spatium::uniform::{CellRecord, CellSortedHash, SortedParticle, TableSlot};
+use spatium::{Aabb3, NeighborSearch, Vec3};
+use static_cell::ConstStaticCell;
+
+const N: usize = 256;
+const SPACING: f32 = 0.025;
+const DOMAIN: Aabb3 = Aabb3 {
+    min: Vec3::ZERO,
+    max: Vec3::new(0.3, 0.3, 0.3),
+};
+/// The seed's table at spacing 0.025 (mass from `SphParams::lattice_mass`).
+const PARAMS: SphParams<Vec3> = SphParams {
+    h: 2.0 * SPACING,
+    mass: 1.547_374_3e-5,
+    rest_density: 1.0,
+    stiffness: 1.0,
+    eos: EquationOfState::Tait,
+    clamp_negative_pressure: true,
+    viscosity: 0.02,
+    surface_tension: 1.0,
+    gravity: Vec3::new(0.0, -9.81, 0.0),
+    damping: 0.5,
+    dt: 0.005,
+    integrator: Integrator::Leapfrog,
+    domain: DOMAIN,
+    particle_radius: 0.5 * SPACING,
+};
+
+// Each buffer is a `static` of its own, so the all-zero ones go to `.bss`;
+// only buffers whose empty value is not all zeros (`CellRecord::EMPTY`)
+// take `.data` (flash and RAM).
+static POSITIONS: ConstStaticCell<[Vec3; N]> = ConstStaticCell::new([Vec3::ZERO; N]);
+static STATE: ConstStaticCell<[ParticleState<Vec3>; N]> =
+    ConstStaticCell::new([ParticleState::EMPTY; N]);
+static TABLE: ConstStaticCell<[TableSlot; 512]> = ConstStaticCell::new([TableSlot::EMPTY; 512]);
+static SORTED: ConstStaticCell<[SortedParticle<Vec3>; N]> =
+    ConstStaticCell::new([SortedParticle::EMPTY; N]);
+static RECORDS: ConstStaticCell<[CellRecord<Vec3>; N]> =
+    ConstStaticCell::new([CellRecord::EMPTY; N]);
+
+#[entry]
+fn main() -> ! {
+    let mut fluid = Fluid::new(POSITIONS.take(), STATE.take(), PARAMS);
+    let mut hash = CellSortedHash::new(TABLE.take(), SORTED.take(), RECORDS.take());
+    let (fluid, hash) = (&mut fluid, &mut hash);
+    let block = Aabb3 {
+        min: Vec3::new(0.0, 0.1, 0.0),
+        max: black_box(Vec3::new(0.2, 0.2, 0.2)),
+    };
+    black_box(fluid.fill_block(block, SPACING, Vec3::ZERO).is_ok());
+    loop {
+        black_box(fluid.step(hash, &mut (), &mut ()).is_ok());
+        // The neighbour search on its own: pairs within a radius.
+        let mut pairs = 0u32;
+        if hash.build(fluid.positions(), black_box(0.03)).is_ok() {
+            hash.for_each_pair(|_, _, _| pairs += 1);
+        }
+        black_box(pairs);
+        black_box(&fluid.positions()[0]);
+    }
+}
