@@ -29,8 +29,9 @@
 //! | [`sph::boundary::Obstacles`] (over a broad phase) | `52C` | `36C` |
 //!
 //! (`T` table slots, `N` particles, `C` ids, `A` arena words, `R` kd-tree
-//! records of `r` = 8 / 16 / 32 bytes for `u32` / `u64` / `u128` codes, `E`
-//! hash pool entries, `Q` cached pairs.)
+//! records of `r` = 8 / 16 / 32 bytes for `u32` / `u64` / `u128` codes —
+//! 24 for `u128` on 32-bit ARM, which aligns `u128` to 8 —, `E` hash pool
+//! entries, `Q` cached pairs.)
 //!
 //! ## Traits
 //!
