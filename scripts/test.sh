@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The project's one test command: formatting, lints, docs, tests, the no_std
 # cross builds, the on-target tests on an emulated Cortex-M4
-# (scripts/firmware.sh) and a time-boxed fuzz run. Run from anywhere; it
+# (scripts/firmware.sh), the WASM page in headless Chromium (scripts/wasm.sh)
+# and a time-boxed fuzz run. Run from anywhere; it
 # works from the repository root. On a fresh machine with only rustup/cargo
-# it installs what it needs (rustfmt, clippy, the cross targets, QEMU and
-# the ARM binutils by apt, embedded-test-qemu-runner, cargo-fuzz).
+# it installs what it needs (rustfmt, clippy, the cross targets, QEMU, the
+# ARM binutils and Chromium + chromedriver by apt, embedded-test-qemu-runner,
+# defmt-print, wasm-bindgen-cli, cargo-fuzz).
 #
 # Environment:
 #   FUZZ_SECONDS=N  fuzz each target for N seconds (default 45)
@@ -74,6 +76,12 @@ INSTALL_DEFMT_PRINT=1 bash scripts/firmware.sh 2>&1 | tee "$FIRMWARE_LOG"
 FIRMWARE_SKIPPED="$(grep -E '^SKIPPED:' "$FIRMWARE_LOG" || true)"
 rm -f "$FIRMWARE_LOG"
 
+stage "wasm: scripts/wasm.sh (the demo page: native and headless-Chromium tests)"
+WASM_LOG="$(mktemp)"
+bash scripts/wasm.sh 2>&1 | tee "$WASM_LOG"
+FIRMWARE_SKIPPED="$FIRMWARE_SKIPPED$(grep -E 'SKIPPED:' "$WASM_LOG" | sed 's/^!* *//' || true)"
+rm -f "$WASM_LOG"
+
 if [[ "$SKIP_FUZZ" == "1" ]]; then
     stage "fuzz"
     echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!"
@@ -118,14 +126,14 @@ printf '%s\n' "${SUMMARY[@]}"
 printf '%5ds  total\n' $((SECONDS - SCRIPT_START))
 if [[ -n "$FIRMWARE_SKIPPED" ]]; then
     echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!"
-    echo "firmware stages SKIPPED (see above):"
+    echo "firmware / wasm stages SKIPPED (see above):"
     echo "$FIRMWARE_SKIPPED"
     echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!"
 fi
 if [[ "$SKIP_FUZZ" == "1" ]]; then
     echo "PASSED, but SKIPPED: fuzz (SKIP_FUZZ=1)"
 elif [[ -n "$FIRMWARE_SKIPPED" ]]; then
-    echo "PASSED, but SKIPPED: firmware stages listed above"
+    echo "PASSED, but SKIPPED: firmware / wasm stages listed above"
 else
     echo "ALL STAGES PASSED"
 fi
