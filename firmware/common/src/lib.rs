@@ -7,6 +7,7 @@
 pub mod stack;
 pub mod workloads;
 
+use spatium::sph::{EquationOfState, Integrator, SphParams};
 use spatium::{Aabb2, Aabb3, BoundingBox, Point, Vec2, Vec3};
 
 /// Marsaglia's xorshift32: deterministic, tiny, good enough for test scenes.
@@ -203,4 +204,27 @@ pub fn brute_box_query<B: BoundingBox>(
         }
     }
     set
+}
+
+/// The seed's parameter table (`SphParams::seed`: μ 0.02, k 1, ρ₀ 1, γ 1,
+/// damping 0.5, Tait, leapfrog, Δt 0.005, `h = 2·spacing`, collision radius
+/// `spacing / 2`) as a `const`, for `static` fluids: `SphParams::seed` is
+/// not a `const fn` (its lattice mass sums kernels), so the mass is given.
+pub const fn seed_params(domain: Aabb3, spacing: f32, mass: f32) -> SphParams<Vec3> {
+    SphParams {
+        h: 2.0 * spacing,
+        mass,
+        rest_density: 1.0,
+        stiffness: 1.0,
+        eos: EquationOfState::Tait,
+        clamp_negative_pressure: true,
+        viscosity: 0.02,
+        surface_tension: 1.0,
+        gravity: Vec3::new(0.0, -9.81, 0.0),
+        damping: 0.5,
+        dt: 0.005,
+        integrator: Integrator::Leapfrog,
+        domain,
+        particle_radius: 0.5 * spacing,
+    }
 }

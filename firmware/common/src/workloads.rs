@@ -19,7 +19,7 @@ use spatium::kdtree::{
     Candidates, KdBroadPhase, KdConfig, KdRecord, KdSlot, LinearKdTree, SortAlgo,
 };
 use spatium::sph::boundary::{Obstacle, Obstacles, Shape};
-use spatium::sph::{EquationOfState, Fluid, Integrator, ParticleState, SphParams};
+use spatium::sph::{Fluid, ParticleState, SphParams};
 use spatium::uniform::{
     Bucket, BucketHash, BucketParticle, CellRecord, CellSortedHash, Head, LinkedHash,
     LinkedParticle, SortedParticle, TableSlot,
@@ -140,22 +140,7 @@ const DOMAIN: Aabb3 = Aabb3 {
     max: Vec3::new(0.3, 0.3, 0.3),
 };
 /// A valid placeholder until `set_params` (see the SPH test).
-const PARAMS: SphParams<Vec3> = SphParams {
-    h: 2.0 * SPACING,
-    mass: 1.0,
-    rest_density: 1.0,
-    stiffness: 1.0,
-    eos: EquationOfState::Tait,
-    clamp_negative_pressure: true,
-    viscosity: 0.02,
-    surface_tension: 1.0,
-    gravity: Vec3::new(0.0, -9.81, 0.0),
-    damping: 0.5,
-    dt: 0.005,
-    integrator: Integrator::Leapfrog,
-    domain: DOMAIN,
-    particle_radius: 0.5 * SPACING,
-};
+const PARAMS: SphParams<Vec3> = crate::seed_params(DOMAIN, SPACING, 1.0);
 type SphFluid = Fluid<Vec3, [Vec3; FLUID_N], [ParticleState<Vec3>; FLUID_N]>;
 type SphHash = CellSortedHash<
     Vec3,

@@ -53,22 +53,8 @@ mod tests {
     /// `SphParams::seed` is not a `const fn`, so a `static` fluid starts
     /// with these (valid) literals and gets the seed's table by
     /// `set_params` at run time.
-    const PLACEHOLDER: SphParams<Vec3> = SphParams {
-        h: 2.0 * SPACING,
-        mass: 1.0,
-        rest_density: 1.0,
-        stiffness: 1.0,
-        eos: EquationOfState::Tait,
-        clamp_negative_pressure: true,
-        viscosity: 0.02,
-        surface_tension: 1.0,
-        gravity: Vec3::new(0.0, -9.81, 0.0),
-        damping: 0.5,
-        dt: 0.005,
-        integrator: Integrator::Leapfrog,
-        domain: DOMAIN,
-        particle_radius: 0.5 * SPACING,
-    };
+    const PLACEHOLDER: SphParams<Vec3> =
+        spatium_fw_tests::common::seed_params(DOMAIN, SPACING, 1.0);
 
     type F = Fluid<Vec3, [Vec3; N], [ParticleState<Vec3>; N]>;
     type Hash =

@@ -12,7 +12,7 @@ use core::hint::black_box;
 
 use cortex_m_rt::entry;
 use panic_halt as _;
-use spatium::sph::{EquationOfState, Fluid, Integrator, ParticleState, SphParams};
+use spatium::sph::{Fluid, ParticleState, SphParams};
 use spatium::uniform::{CellRecord, CellSortedHash, SortedParticle, TableSlot};
 use spatium::{Aabb3, NeighborSearch, Vec3};
 use static_cell::ConstStaticCell;
@@ -24,22 +24,7 @@ const DOMAIN: Aabb3 = Aabb3 {
     max: Vec3::new(0.3, 0.3, 0.3),
 };
 /// The seed's table at spacing 0.025 (mass from `SphParams::lattice_mass`).
-const PARAMS: SphParams<Vec3> = SphParams {
-    h: 2.0 * SPACING,
-    mass: 1.547_374_3e-5,
-    rest_density: 1.0,
-    stiffness: 1.0,
-    eos: EquationOfState::Tait,
-    clamp_negative_pressure: true,
-    viscosity: 0.02,
-    surface_tension: 1.0,
-    gravity: Vec3::new(0.0, -9.81, 0.0),
-    damping: 0.5,
-    dt: 0.005,
-    integrator: Integrator::Leapfrog,
-    domain: DOMAIN,
-    particle_radius: 0.5 * SPACING,
-};
+const PARAMS: SphParams<Vec3> = spatium_fw_common::seed_params(DOMAIN, SPACING, 1.547_374_3e-5);
 
 // Each buffer is a `static` of its own, so the all-zero ones go to `.bss`;
 // only buffers whose empty value is not all zeros (`CellRecord::EMPTY`)
