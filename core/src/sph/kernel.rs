@@ -202,3 +202,18 @@ impl Kernels {
         }
     }
 }
+
+impl Kernels {
+    /// `[poly6, poly6_grad, spiky_grad, viscosity_laplacian, cohesion,
+    /// cohesion_offset]`, as in [`ParamBlock`].
+    pub(crate) fn coefficients(&self) -> [f32; 6] {
+        [
+            self.poly6,
+            self.poly6_grad,
+            self.spiky_grad,
+            self.viscosity_laplacian,
+            self.cohesion,
+            self.cohesion_offset,
+        ]
+    }
+}

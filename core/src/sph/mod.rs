@@ -36,7 +36,10 @@
 
 pub mod boundary;
 pub mod kernel;
+mod layout;
 pub mod source;
+
+pub use layout::ParamBlock;
 
 use crate::error::Error;
 use crate::geom::{BoundingBox, Point};
@@ -294,8 +297,13 @@ impl<P: Point> SphParams<P> {
 
 /// Per-particle solver state besides the position.
 ///
+/// `#[repr(C)]`; for [`Vec3`](crate::Vec3) and [`Vec2`](crate::Vec2) it is
+/// [`bytemuck::Pod`] (17 or 12 `f32`, no padding), so a slice of it can be
+/// uploaded to a GPU as bytes (see [`ParamBlock`] for the parameters).
+///
 /// Density, pressure, normal and acceleration are those of the last force
 /// evaluation: with leapfrog, the one at the half step `(r_{i+½}, v_{i+½})`.
+#[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct ParticleState<P> {

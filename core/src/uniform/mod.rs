@@ -143,7 +143,16 @@ impl<P: Point> Grid<P> {
     };
 
     /// A grid for `radius` around `origin`, hashing into `table_len` slots.
-    pub(crate) fn new(radius: f32, origin: P, table_len: usize) -> Result<Self, Error> {
+    ///
+    /// The structures fit their grid to the data at each build; this builds
+    /// one with a fixed origin, for computing the same cells and buckets
+    /// elsewhere (the GPU pipeline uses it to check its cell assignment).
+    ///
+    /// # Errors
+    /// [`Error::InvalidRadius`] for a radius the grid arithmetic cannot use;
+    /// [`Error::InvalidTableLength`] unless `table_len` is a power of two in
+    /// `1..=2³¹`.
+    pub fn new(radius: f32, origin: P, table_len: usize) -> Result<Self, Error> {
         check_radius(radius)?;
         let mask = table_mask(table_len)?;
         let shift = 32 - (mask.count_ones());
