@@ -635,7 +635,8 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u
                 n += 1;
             }
         }
-        order[..n].sort_unstable_by_key(|&i| self.levels[i].base);
+        let levels = &self.levels;
+        crate::sort::sort_by_key(&mut order[..n], |&i| levels[i].base);
         let mut dst = 0usize;
         let arena = self.arena.as_mut();
         for &i in &order[..n] {
@@ -1319,7 +1320,7 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u
             return;
         }
         let n = self.nrec as usize;
-        self.recs.as_mut()[..n].sort_unstable_by_key(|r| r.key);
+        crate::sort::sort_by_key(&mut self.recs.as_mut()[..n], |r| r.key);
         for p in 0..n {
             let c = self.cell_word(self.recs.as_ref()[p].key);
             self.arena.as_mut()[c] = p as u32;

@@ -81,6 +81,7 @@ pub mod hhash;
 pub mod hhg;
 pub mod kdtree;
 mod pair_cache;
+mod sort;
 pub mod sph;
 pub mod storage;
 pub mod traits;

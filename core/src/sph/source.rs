@@ -139,9 +139,8 @@ impl<P: Point> Emitter<P> {
         // direction, made orthonormal to it and to each other.
         let mut axes = [0usize, 1, 2];
         let axes = &mut axes[..P::DIM];
-        axes.sort_unstable_by(|&a, &b| {
-            libm::fabsf(direction.coord(a)).total_cmp(&libm::fabsf(direction.coord(b)))
-        });
+        // |c| ≥ 0, so its bits order as its values.
+        crate::sort::sort_by_key(axes, |&a| libm::fabsf(direction.coord(a)).to_bits());
         let mut basis = [P::ZERO; 2];
         let mut found = 0;
         for &axis in axes.iter() {

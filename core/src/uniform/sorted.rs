@@ -383,7 +383,7 @@ where
         // neighbours' slots and particles in cache. Input in the previous
         // build's order is nearly sorted, which the sort detects. Ranks are
         // written only later, so moving whole records is safe.
-        records[..runs].sort_unstable_by_key(|r| P::cell_morton(r.cell));
+        crate::sort::sort_by_key(&mut records[..runs], |r| P::cell_morton(r.cell));
         // Pass 2: rechain the sorted runs; counts become starts.
         for r in &records[..runs] {
             table[grid.bucket(r.cell) as usize].slot = NIL;
