@@ -250,6 +250,24 @@ if [[ -n "$NM_TOOL" ]]; then
     done
 fi
 
+stage "no recursion: call graphs of the linked firmware (scripts/no_recursion.py)"
+OBJDUMP_TOOL=""
+for t in arm-none-eabi-objdump llvm-objdump; do
+    if have "$t"; then
+        OBJDUMP_TOOL=$t
+        break
+    fi
+done
+if [[ -n "$OBJDUMP_TOOL" ]] && have python3; then
+    ELVES=("target/$TARGET/debug/stack-report" "target/$TARGET/release/stack-report")
+    for b in "${BINS[@]}"; do
+        ELVES+=("target/$TARGET/release/$b")
+    done
+    python3 ../scripts/no_recursion.py "$OBJDUMP_TOOL" "${ELVES[@]}"
+else
+    skip "no-recursion check (no arm-none-eabi-objdump / llvm-objdump or python3)"
+fi
+
 finish_stage
 STAGE_NAME=""
 printf '\n==> stage times\n'

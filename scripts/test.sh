@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The project's one test command: formatting, lints, docs, tests, the no_std
-# cross builds, the on-target tests on an emulated Cortex-M4
-# (scripts/firmware.sh), the WASM page in headless Chromium (scripts/wasm.sh)
-# and a time-boxed fuzz run. Run from anywhere; it
-# works from the repository root. On a fresh machine with only rustup/cargo
-# it installs what it needs (rustfmt, clippy, the cross targets, QEMU, the
-# ARM binutils and Chromium + chromedriver by apt, embedded-test-qemu-runner,
-# defmt-print, wasm-bindgen-cli, cargo-fuzz).
+# cross builds, Miri over the core's one unsafe module, the on-target tests
+# on an emulated Cortex-M4 (scripts/firmware.sh), the WASM page in headless
+# Chromium (scripts/wasm.sh) and a time-boxed fuzz run. Run from anywhere;
+# it works from the repository root. On a fresh machine with only
+# rustup/cargo it installs what it needs (rustfmt, clippy, the cross
+# targets, nightly Miri, QEMU, the ARM binutils and Chromium + chromedriver
+# by apt, embedded-test-qemu-runner, defmt-print, wasm-bindgen-cli,
+# cargo-fuzz).
 #
 # Environment:
 #   FUZZ_SECONDS=N  fuzz each target for N seconds (default 45)
@@ -68,6 +69,15 @@ for target in thumbv7em-none-eabihf wasm32-unknown-unknown; do
     stage "no_std build: spatium for $target --features defmt"
     cargo build -p spatium --release --target "$target" --features defmt
 done
+
+stage "miri: the core's only unsafe (ParticleState Pod impls) and the small sort, 64- and 32-bit"
+# The nightly toolchain and Miri are installed if missing (about 1 min).
+# Miri is required: failing to install it fails the run.
+if ! rustup run nightly cargo miri --version >/dev/null 2>&1; then
+    rustup toolchain install nightly --profile minimal --component miri,rust-src
+fi
+cargo +nightly miri test -p spatium --lib -- sph::layout sort::
+cargo +nightly miri test -p spatium --lib --target i686-unknown-linux-gnu -- sph::layout
 
 stage "firmware: scripts/firmware.sh (QEMU Cortex-M4 tests, stack and size reports)"
 FIRMWARE_LOG="$(mktemp)"

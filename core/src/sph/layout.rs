@@ -258,7 +258,8 @@ mod tests {
         );
         // The coefficients reproduce the kernels.
         let r = 0.3 * p.h;
-        assert_eq!(b.poly6 * (b.h2 - r * r).powi(3), k.poly6(r * r));
+        let d = b.h2 - r * r;
+        assert_eq!(b.poly6 * d * d * d, k.poly6(r * r));
         assert_eq!(b.viscosity_laplacian * (b.h - r), k.viscosity_laplacian(r));
         let bytes = bytemuck::bytes_of(&b);
         assert_eq!(bytes.len(), 128);

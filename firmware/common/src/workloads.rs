@@ -286,7 +286,7 @@ pub fn run(mut report: impl FnMut(Figure)) {
             "CellSortedHash neighbour/within query",
             "CellSortedHash neighbor_lists (CSR)",
         ],
-        [(3840, 3328), (2816, 512), (512, 256), (1280, 1280)],
+        [(768, 768), (2816, 512), (512, 256), (1280, 1280)],
         SORTED.take(),
         &pts,
     );
@@ -355,7 +355,7 @@ pub fn run(mut report: impl FnMut(Figure)) {
             "HierarchicalHashGrid for_each_pair",
             "HierarchicalHashGrid query",
         ],
-        [(1024, 1024), (512, 256), (1280, 2304), (256, 256)],
+        [(1024, 1024), (512, 256), (512, 256), (256, 256)],
         hhg,
         &mut b,
     );
@@ -376,12 +376,12 @@ pub fn run(mut report: impl FnMut(Figure)) {
             "KdBroadPhase<u32> for_each_pair (rebuild)",
             "KdBroadPhase<u32> query",
         ],
-        [(256, 256), (256, 256), (26112, 5632), (768, 768)],
+        [(256, 256), (256, 256), (4608, 5120), (768, 768)],
         KD.take(),
         &mut b,
     );
     let tree = TREE.take();
-    fig(r, "LinearKdTree<u64> build", (26368, 5376), || {
+    fig(r, "LinearKdTree<u64> build", (4864, 4608), || {
         tree.build(&boxes)
     })
     .unwrap();
@@ -400,7 +400,7 @@ pub fn run(mut report: impl FnMut(Figure)) {
     fig(
         r,
         "LinearKdTree<u64> build (SortAlgo::Comparison)",
-        (3840, 12544),
+        (3840, 9728),
         || tree.build(&boxes),
     )
     .unwrap();
@@ -464,14 +464,14 @@ pub fn run(mut report: impl FnMut(Figure)) {
     fig(
         r,
         "PairCache<CellSortedHash> build (SPH scene)",
-        (3584, 5376),
+        (2816, 3072),
         || search.build(fluid.positions(), 2.0 * SPACING),
     )
     .unwrap();
     fig(
         r,
         "sph::Fluid::step (PairCache + Obstacles<HHG>)",
-        (4352, 8448),
+        (3328, 3584),
         || fluid.step(search, solids, &mut ()),
     )
     .unwrap();
