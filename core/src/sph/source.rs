@@ -187,23 +187,42 @@ impl<P: Point> Emitter<P> {
 
     /// Points in a full layer.
     pub fn layer_len(&self) -> usize {
-        self.layer(self.origin).count()
+        self.layer_offsets().count()
     }
 
-    /// The layer's points with its centre at `centre`.
-    fn layer(&self, centre: P) -> impl Iterator<Item = P> + Clone + '_ {
-        let m = libm::floorf(self.radius / self.spacing) as i32;
-        let q = self.radius / self.spacing;
+    /// The velocity of every emitted particle: the unit direction times the
+    /// speed.
+    pub fn velocity(&self) -> P {
+        self.direction * self.speed
+    }
+
+    /// The orthonormal basis of the plane across the pipe (in 2D, the first
+    /// vector only; the second is zero).
+    pub fn basis(&self) -> [P; 2] {
+        self.basis
+    }
+
+    /// The layer's points relative to its centre, as coordinates `(u, v)`
+    /// along [`basis`](Self::basis): the lattice points of spacing
+    /// `spacing` within the pipe's radius, in the order they are spawned.
+    /// A point is `centre + basis[0]·u + basis[1]·v`.
+    pub fn layer_offsets(&self) -> impl Iterator<Item = (f32, f32)> + Clone + use<P> {
+        let spacing = self.spacing;
+        let m = libm::floorf(self.radius / spacing) as i32;
+        let q = self.radius / spacing;
         let limit = q * q * (1.0 + 1e-5);
         let mb = if P::DIM == 3 { m } else { 0 };
         (-m..=m)
             .flat_map(move |a| (-mb..=mb).map(move |b| (a, b)))
             .filter(move |&(a, b)| ((a * a + b * b) as f32) <= limit)
-            .map(move |(a, b)| {
-                centre
-                    + self.basis[0] * (a as f32 * self.spacing)
-                    + self.basis[1] * (b as f32 * self.spacing)
-            })
+            .map(move |(a, b)| (a as f32 * spacing, b as f32 * spacing))
+    }
+
+    /// The layer's points with its centre at `centre`.
+    pub fn layer_points(&self, centre: P) -> impl Iterator<Item = P> + Clone + use<P> {
+        let [e, f] = self.basis;
+        self.layer_offsets()
+            .map(move |(u, v)| centre + e * u + f * v)
     }
 
     /// Advances the pipe by `dt` and spawns the layers due into `fluid`;
@@ -220,21 +239,39 @@ impl<P: Point> Emitter<P> {
         X: Storage<P>,
         S: Storage<ParticleState<P>>,
     {
+        self.emit_with(dt, |pipe, centre, count| {
+            fluid.extend(pipe.layer_points(centre).take(count), pipe.velocity())
+        })
+    }
+
+    /// [`emit`](Self::emit) into any sink: advances the pipe by `dt` and
+    /// calls `spawn(self, centre, count)` for each layer due, which must add
+    /// the first `count` points of [`layer_points(centre)`](Self::layer_points)
+    /// at [`velocity`](Self::velocity) whole and return `count`, or add
+    /// nothing and fail. The GPU pipeline spawns its layers through this.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] (converted) for a `dt` that is not finite and
+    /// non-negative; `spawn`'s error, after which the layer stays due at the
+    /// mouth (no backlog; layers spawned earlier in the call are kept).
+    pub fn emit_with<E: From<Error>>(
+        &mut self,
+        dt: f32,
+        mut spawn: impl FnMut(&Self, P, usize) -> Result<usize, E>,
+    ) -> Result<usize, E> {
         if !(dt.is_finite() && dt >= 0.0) {
-            return Err(Error::InvalidConfig);
+            return Err(Error::InvalidConfig.into());
         }
         if self.emitted >= self.budget {
             return Ok(0);
         }
         self.travelled += self.speed * dt;
-        let velocity = self.direction * self.speed;
         let mut added = 0usize;
         while self.travelled >= self.spacing && self.emitted < self.budget {
             let ahead = self.travelled - self.spacing;
             let centre = self.origin + self.direction * ahead;
-            let take = self.remaining() as usize;
-            let layer = self.layer(centre).take(take);
-            let count = match fluid.extend(layer, velocity) {
+            let take = self.layer_len().min(self.remaining() as usize);
+            let count = match spawn(self, centre, take) {
                 Ok(count) => count,
                 Err(e) => {
                     // Blocked: keep one layer due at the mouth, no backlog.
