@@ -33,53 +33,8 @@ QEMU_MACHINE="qemu-system-arm -cpu cortex-m4 -machine mps2-an386 -nographic"
 
 NO_INSTALL="${NO_INSTALL:-0}"
 INSTALL_DEFMT_PRINT="${INSTALL_DEFMT_PRINT:-0}"
-SCRIPT_START=$SECONDS
-STAGE_START=$SECONDS
-STAGE_NAME=""
-SUMMARY=()
-SKIPPED=()
-
-finish_stage() {
-    if [[ -n "$STAGE_NAME" ]]; then
-        SUMMARY+=("$(printf '%5ds  %s' $((SECONDS - STAGE_START)) "$STAGE_NAME")")
-    fi
-}
-
-stage() {
-    finish_stage
-    STAGE_NAME="$1"
-    STAGE_START=$SECONDS
-    printf '\n==> [%s] %s\n' "$(date +%H:%M:%S)" "$STAGE_NAME"
-}
-
-skip() {
-    SKIPPED+=("$1")
-    echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!"
-    echo "SKIPPED: $1"
-    echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!"
-}
-
-on_exit() {
-    local rc=$?
-    if [[ $rc -ne 0 ]]; then
-        printf '\nFAILED (exit %d) in stage: %s\n' "$rc" "${STAGE_NAME:-setup}" >&2
-    fi
-}
-trap on_exit EXIT
-
-have() { command -v "$1" >/dev/null 2>&1; }
-
-# Runs a command as root: directly when root, through sudo when it works
-# without a password; fails otherwise.
-as_root() {
-    if [[ "$(id -u)" == 0 ]]; then
-        "$@"
-    elif have sudo && sudo -n true 2>/dev/null; then
-        sudo "$@"
-    else
-        return 1
-    fi
-}
+# shellcheck source=lib/stages.sh
+source "$ROOT/scripts/lib/stages.sh"
 
 apt_install() {
     if [[ "$NO_INSTALL" == "1" ]] || ! have apt-get; then

@@ -23,53 +23,9 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../wasm"
 
 REQUIRE_BROWSER="${REQUIRE_BROWSER:-0}"
 SCREENSHOT="${SCREENSHOT:-$PWD/target/page-screenshot.png}"
-SCRIPT_START=$SECONDS
-STAGE_START=$SECONDS
-STAGE_NAME=""
-SUMMARY=()
-SKIPPED=()
-
-finish_stage() {
-    if [[ -n "$STAGE_NAME" ]]; then
-        SUMMARY+=("$(printf '%5ds  %s' $((SECONDS - STAGE_START)) "$STAGE_NAME")")
-    fi
-    STAGE_NAME=""
-}
-
-stage() {
-    finish_stage
-    STAGE_NAME="$1"
-    STAGE_START=$SECONDS
-    printf '\n==> [%s] %s\n' "$(date +%H:%M:%S)" "$STAGE_NAME"
-}
-
-skip() {
-    printf '\n!!!!!!!!!! SKIPPED: %s\n\n' "$1" >&2
-    SKIPPED+=("$1")
-    if [[ "$REQUIRE_BROWSER" == 1 ]]; then
-        echo "REQUIRE_BROWSER=1: failing instead of skipping" >&2
-        exit 1
-    fi
-}
-
-on_exit() {
-    local rc=$?
-    if [[ $rc -ne 0 ]]; then
-        printf '\nFAILED (exit %d) in stage: %s\n' "$rc" "${STAGE_NAME:-setup}" >&2
-    fi
-}
-trap on_exit EXIT
-
-# Root runs apt directly; anyone else needs password-less sudo.
-as_root() {
-    if [[ $(id -u) -eq 0 ]]; then
-        "$@"
-    elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
-        sudo -n "$@"
-    else
-        return 1
-    fi
-}
+SKIP_FATAL_VAR=REQUIRE_BROWSER
+# shellcheck source=lib/stages.sh
+source ../scripts/lib/stages.sh
 
 # ---------------------------------------------------------------- install
 INSTALL_START=$SECONDS

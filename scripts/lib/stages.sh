@@ -1,0 +1,63 @@
+# Shared by the scripts in scripts/ (sourced, not run): timed stages, loud
+# skips, the failing stage's name on exit, and running a command as root.
+#
+# Before sourcing, a script may set SKIP_FATAL_VAR to the name of a variable
+# (REQUIRE_BROWSER, REQUIRE_GPU) that, when it is 1, turns every skip into a
+# failure.
+
+SCRIPT_START=$SECONDS
+STAGE_START=$SECONDS
+STAGE_NAME=""
+SUMMARY=()
+SKIPPED=()
+
+# Records the running stage's time in SUMMARY.
+finish_stage() {
+    if [[ -n "$STAGE_NAME" ]]; then
+        SUMMARY+=("$(printf '%5ds  %s' $((SECONDS - STAGE_START)) "$STAGE_NAME")")
+    fi
+    STAGE_NAME=""
+}
+
+# Starts a stage: `stage "what it does"`.
+stage() {
+    finish_stage
+    STAGE_NAME="$1"
+    STAGE_START=$SECONDS
+    printf '\n==> [%s] %s\n' "$(date +%H:%M:%S)" "$STAGE_NAME"
+}
+
+# Announces loudly that something did not run and records it in SKIPPED;
+# fails instead when the variable named by SKIP_FATAL_VAR is 1.
+skip() {
+    SKIPPED+=("$1")
+    printf '\n!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!\n' >&2
+    printf 'SKIPPED: %s\n' "$1" >&2
+    printf '!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!\n\n' >&2
+    if [[ -n "${SKIP_FATAL_VAR:-}" && "${!SKIP_FATAL_VAR:-0}" == 1 ]]; then
+        echo "$SKIP_FATAL_VAR=1: failing instead of skipping" >&2
+        exit 1
+    fi
+}
+
+on_exit() {
+    local rc=$?
+    if [[ $rc -ne 0 ]]; then
+        printf '\nFAILED (exit %d) in stage: %s\n' "$rc" "${STAGE_NAME:-setup}" >&2
+    fi
+}
+trap on_exit EXIT
+
+have() { command -v "$1" >/dev/null 2>&1; }
+
+# Runs a command as root: directly when root, through sudo when it works
+# without a password; fails otherwise.
+as_root() {
+    if [[ "$(id -u)" == 0 ]]; then
+        "$@"
+    elif have sudo && sudo -n true 2>/dev/null; then
+        sudo -n "$@"
+    else
+        return 1
+    fi
+}
