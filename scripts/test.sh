@@ -2,12 +2,13 @@
 # The project's one test command: formatting, lints, docs, tests, the no_std
 # cross builds, Miri over the core's one unsafe module, the on-target tests
 # on an emulated Cortex-M4 (scripts/firmware.sh), the WASM page in headless
-# Chromium (scripts/wasm.sh) and a time-boxed fuzz run. Run from anywhere;
+# Chromium (scripts/wasm.sh), the wgpu SPH crate on Mesa lavapipe
+# (scripts/gpu.sh) and a time-boxed fuzz run. Run from anywhere;
 # it works from the repository root. On a fresh machine with only
 # rustup/cargo it installs what it needs (rustfmt, clippy, the cross
-# targets, nightly Miri, QEMU, the ARM binutils and Chromium + chromedriver
-# by apt, embedded-test-qemu-runner, defmt-print, wasm-bindgen-cli,
-# cargo-fuzz).
+# targets, nightly Miri, QEMU, the ARM binutils, Chromium + chromedriver
+# and Mesa's lavapipe Vulkan driver by apt, embedded-test-qemu-runner,
+# defmt-print, wasm-bindgen-cli, cargo-fuzz).
 #
 # Environment:
 #   FUZZ_SECONDS=N  fuzz each target for N seconds (default 45)
@@ -18,31 +19,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 FUZZ_SECONDS="${FUZZ_SECONDS:-45}"
 SKIP_FUZZ="${SKIP_FUZZ:-0}"
-SCRIPT_START=$SECONDS
-STAGE_START=$SECONDS
-STAGE_NAME=""
-SUMMARY=()
-
-finish_stage() {
-    if [[ -n "$STAGE_NAME" ]]; then
-        SUMMARY+=("$(printf '%5ds  %s' $((SECONDS - STAGE_START)) "$STAGE_NAME")")
-    fi
-}
-
-stage() {
-    finish_stage
-    STAGE_NAME="$1"
-    STAGE_START=$SECONDS
-    printf '\n==> [%s] %s\n' "$(date +%H:%M:%S)" "$STAGE_NAME"
-}
-
-on_exit() {
-    local rc=$?
-    if [[ $rc -ne 0 ]]; then
-        printf '\nFAILED (exit %d) in stage: %s\n' "$rc" "${STAGE_NAME:-setup}" >&2
-    fi
-}
-trap on_exit EXIT
+# shellcheck source=lib/stages.sh
+source scripts/lib/stages.sh
 
 stage "toolchain components: rustfmt, clippy"
 rustup component add rustfmt clippy
@@ -92,6 +70,12 @@ bash scripts/wasm.sh 2>&1 | tee "$WASM_LOG"
 FIRMWARE_SKIPPED="$FIRMWARE_SKIPPED$(grep -E 'SKIPPED:' "$WASM_LOG" | sed 's/^!* *//' || true)"
 rm -f "$WASM_LOG"
 
+stage "gpu: scripts/gpu.sh (the wgpu SPH crate on Mesa lavapipe: parity with the CPU solver, benchmark and frames smoke runs)"
+GPU_LOG="$(mktemp)"
+bash scripts/gpu.sh 2>&1 | tee "$GPU_LOG"
+FIRMWARE_SKIPPED="$FIRMWARE_SKIPPED$(grep -E 'SKIPPED:' "$GPU_LOG" | sed 's/^!* *//' | sort -u || true)"
+rm -f "$GPU_LOG"
+
 if [[ "$SKIP_FUZZ" == "1" ]]; then
     stage "fuzz"
     echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!"
@@ -136,14 +120,14 @@ printf '%s\n' "${SUMMARY[@]}"
 printf '%5ds  total\n' $((SECONDS - SCRIPT_START))
 if [[ -n "$FIRMWARE_SKIPPED" ]]; then
     echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!"
-    echo "firmware / wasm stages SKIPPED (see above):"
+    echo "firmware / wasm / gpu stages SKIPPED (see above):"
     echo "$FIRMWARE_SKIPPED"
     echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!"
 fi
 if [[ "$SKIP_FUZZ" == "1" ]]; then
     echo "PASSED, but SKIPPED: fuzz (SKIP_FUZZ=1)"
 elif [[ -n "$FIRMWARE_SKIPPED" ]]; then
-    echo "PASSED, but SKIPPED: firmware / wasm stages listed above"
+    echo "PASSED, but SKIPPED: firmware / wasm / gpu stages listed above"
 else
     echo "ALL STAGES PASSED"
 fi

@@ -1,0 +1,1097 @@
+//! [`GpuFluid`]: the solver's particles on the device and the step
+//! pipeline that advances them.
+
+use spatium::sph::{Integrator, ParamBlock, ParticleState, SphParams};
+use spatium::uniform::Grid;
+use spatium::{BoundingBox, Point, Vec3};
+
+use crate::context::Gpu;
+use crate::error::GpuError;
+use crate::layout::{EmitBlock, GridBlock, PassBlock, ScanBlock};
+use crate::pipeline::{Kernel, Kernels, WORKGROUP, bind_group, dispatch_grid};
+use crate::timing::{Stage, StageTimes};
+
+/// The sort that puts particles in bucket order each evaluation.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SortKind {
+    /// Counting sort: atomic histogram of buckets, parallel exclusive scan
+    /// (which is also the bucket start table), scatter. `O(N + T)` per
+    /// evaluation for `N` particles and `T` buckets.
+    #[default]
+    Counting,
+    /// The seed's bitonic sort of (bucket, id) pairs padded to a power of
+    /// two, then a pass that marks where each bucket's run starts.
+    /// `O(N log² N)`.
+    Bitonic,
+}
+
+impl SortKind {
+    /// Lower-case name (`counting`, `bitonic`).
+    pub fn name(self) -> &'static str {
+        match self {
+            SortKind::Counting => "counting",
+            SortKind::Bitonic => "bitonic",
+        }
+    }
+}
+
+/// Options of a [`GpuFluid`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FluidConfig {
+    /// The sort by cell.
+    pub sort: SortKind,
+    /// Buckets of the cell hash: a power of two in `2..=2³¹`; `None` gives
+    /// about two per particle of capacity (the core's guidance for dense
+    /// SPH), at least 1024.
+    pub table_len: Option<usize>,
+    /// Most workgroups per dispatch dimension; `None` takes the device's
+    /// limit (65 535 by default). Larger dispatches are split into 2D grids;
+    /// a small value here exercises the split on small scenes.
+    pub max_workgroups_per_dimension: Option<u32>,
+    /// Record per-stage GPU times ([`GpuFluid::stage_times`]) when the
+    /// device has timestamp queries. Each batch of steps then waits for its
+    /// timings.
+    pub timing: bool,
+}
+
+/// Particles read back from the device, by id.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Snapshot {
+    /// Positions.
+    pub positions: Vec<Vec3>,
+    /// Per-particle state, as the CPU solver keeps it.
+    pub states: Vec<ParticleState<Vec3>>,
+    /// `true` if some step produced a non-finite position or velocity (the
+    /// CPU solver's [`spatium::Error::NonFinite`]; the GPU does not roll the
+    /// step back).
+    pub diverged: bool,
+}
+
+/// The neighbour-search layout of the last grid build, read back for
+/// checking.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SortView {
+    /// Bucket of each particle, in sorted order.
+    pub keys: Vec<u32>,
+    /// Particle id at each sorted index.
+    pub ids: Vec<u32>,
+    /// For each bucket, the first sorted index of its run if it is
+    /// occupied (counting sort: for every bucket, the number of particles
+    /// in lower buckets).
+    pub bucket_start: Vec<u32>,
+}
+
+/// Steps encoded per submission when timing is off.
+const BATCH: u32 = 16;
+/// Timestamp queries per set (wgpu's maximum).
+const QUERIES: u32 = wgpu::QUERY_SET_MAX_QUERIES;
+/// Elements per block of the prefix scan.
+const SCAN_BLOCK: u32 = 1024;
+/// Elements per workgroup of the bitonic sort's local passes.
+const BITONIC_LOCAL: u32 = 512;
+
+/// One level of the multi-level prefix scan.
+struct ScanLevel {
+    len: u32,
+    bind: wgpu::BindGroup,
+}
+
+/// One pass of the bitonic network after the local sort, at a dynamic
+/// offset of the pass buffer.
+#[derive(Clone, Copy)]
+struct BitonicPass {
+    k: u32,
+    global: bool,
+    offset: u32,
+}
+
+struct Timer {
+    set: wgpu::QuerySet,
+    resolve: wgpu::Buffer,
+    period_ns: f64,
+}
+
+struct Buffers {
+    params: wgpu::Buffer,
+    grid: wgpu::Buffer,
+    positions: wgpu::Buffer,
+    states: wgpu::Buffer,
+    bucket_start: wgpu::Buffer,
+    sorted: wgpu::Buffer,
+    sorted_ids: wgpu::Buffer,
+    sorted_vd: wgpu::Buffer,
+    sorted_np: wgpu::Buffer,
+    flags: wgpu::Buffer,
+    emit: wgpu::Buffer,
+}
+
+struct Binds {
+    common: wgpu::BindGroup,
+    grid: wgpu::BindGroup,
+    bitonic: wgpu::BindGroup,
+    sph: wgpu::BindGroup,
+    integrate: wgpu::BindGroup,
+    probe: wgpu::BindGroup,
+    probe_out: wgpu::Buffer,
+}
+
+/// An SPH fluid on the GPU: positions and [`ParticleState`]s in device
+/// buffers, stepped by WGSL compute kernels that mirror
+/// [`spatium::sph::Fluid::step`] with walls only.
+///
+/// Each force evaluation runs the seed's pipeline: cell and bucket of each
+/// particle (the core's [`Grid`] arithmetic, origin at the domain centre),
+/// sort by bucket ([`SortKind`]), bucket start offsets, density, normals,
+/// forces; leapfrog runs two evaluations per step with the walls applied
+/// after each half, Euler one. Particles keep their ids: the sort copies
+/// position and velocity into bucket order, the kernels run in bucket order
+/// and read neighbours only from those sorted arrays (plus the density,
+/// pressure and normal each pass writes there), and each pass also writes
+/// its results once into the per-id buffers, so
+/// [`read_back`](Self::read_back) returns them in id order.
+///
+/// # Memory
+///
+/// `148·C + 8·P + 4·T` bytes of device memory for capacity `C`, `T` buckets
+/// and `P` sort pairs (counting sort: `C`; bitonic: the capacity rounded up
+/// to a power of two, at least 512), plus the scan levels (`T/256` bytes)
+/// and a few uniform blocks. Per particle: position 12, state 68, sorted
+/// position + bucket 16, sorted id 4, sorted velocity + density 16, sorted
+/// normal + pressure 16, cell probe 16.
+pub struct GpuFluid {
+    device: wgpu::Device,
+    queue: wgpu::Queue,
+    params: SphParams<Vec3>,
+    config: FluidConfig,
+    capacity: u32,
+    len: u32,
+    table_len: u32,
+    grid_block: GridBlock,
+    max_groups: u32,
+    buffers: Buffers,
+    binds: Binds,
+    kernels: Kernels,
+    grid: Grid<Vec3>,
+    scan: Vec<ScanLevel>,
+    bitonic: Vec<BitonicPass>,
+    timer: Option<Timer>,
+    times: StageTimes,
+    steps: u64,
+}
+
+/// A whole buffer as a binding.
+fn whole(b: &wgpu::Buffer) -> wgpu::BindingResource<'_> {
+    b.as_entire_binding()
+}
+
+/// Bytes of `count` elements of `size` bytes, at least 4 (no empty buffer).
+fn bytes(count: u64, size: u64) -> u64 {
+    (count * size).max(4)
+}
+
+fn check_particles(
+    params: &SphParams<Vec3>,
+    positions: &[Vec3],
+    states: &[ParticleState<Vec3>],
+    capacity: usize,
+) -> Result<(), GpuError> {
+    if positions.len() != states.len() {
+        return Err(GpuError::LengthMismatch {
+            positions: positions.len(),
+            states: states.len(),
+        });
+    }
+    if positions.len() > capacity {
+        return Err(GpuError::CapacityExceeded {
+            capacity,
+            requested: positions.len(),
+        });
+    }
+    let (lo, hi) = (params.domain.min(), params.domain.max());
+    for (x, s) in positions.iter().zip(states) {
+        if !x.is_finite() || !s.velocity.is_finite() {
+            return Err(spatium::Error::NonFinite.into());
+        }
+        for k in 0..3 {
+            if x.coord(k) < lo.coord(k) || x.coord(k) > hi.coord(k) {
+                return Err(spatium::Error::OutOfRange.into());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The grid of the parameters: radius `h`, origin at the domain centre; the
+/// domain's corners must lie within the cell arithmetic's range.
+pub(crate) fn grid_for(params: &SphParams<Vec3>, table_len: usize) -> Result<Grid<Vec3>, GpuError> {
+    let (lo, hi) = (params.domain.min(), params.domain.max());
+    let origin = Vec3::from_fn(|k| 0.5 * lo.coord(k) + 0.5 * hi.coord(k));
+    let grid = Grid::new(params.h, origin, table_len)?;
+    grid.cell(lo)?;
+    grid.cell(hi)?;
+    Ok(grid)
+}
+
+fn sort_len(n: u32) -> u32 {
+    n.max(1).next_power_of_two().max(BITONIC_LOCAL)
+}
+
+impl GpuFluid {
+    /// A fluid of `capacity` particles holding `positions` and `states`
+    /// (by id; as [`spatium::sph::Fluid::positions`] and
+    /// [`state`](spatium::sph::Fluid::state) give them), uploaded as bytes.
+    ///
+    /// # Errors
+    /// [`GpuError::Core`] for parameters [`SphParams::param_block`] refuses,
+    /// a domain beyond [`MAX_CELL_INDEX`](spatium::uniform::MAX_CELL_INDEX) cells of its centre, a table
+    /// length that is not a power of two in `2..=2³¹`, or a particle that is
+    /// not finite or lies outside the domain; [`GpuError::LengthMismatch`];
+    /// [`GpuError::CapacityExceeded`] for more particles than `capacity` or
+    /// a capacity of 2³¹ or more; [`GpuError::Limit`] for a buffer or
+    /// dispatch beyond the device's limits; [`GpuError::Operation`] if the
+    /// device fails to allocate or to build a kernel.
+    pub fn new(
+        gpu: &Gpu,
+        params: SphParams<Vec3>,
+        capacity: usize,
+        positions: &[Vec3],
+        states: &[ParticleState<Vec3>],
+        config: FluidConfig,
+    ) -> Result<Self, GpuError> {
+        let block = params.param_block()?;
+        if capacity >= 1 << 31 {
+            return Err(GpuError::CapacityExceeded {
+                capacity: (1 << 31) - 1,
+                requested: capacity,
+            });
+        }
+        let table_len = match config.table_len {
+            Some(t) => t,
+            None => (2 * capacity).next_power_of_two().max(1024),
+        };
+        if table_len < 2 {
+            return Err(spatium::Error::InvalidTableLength { len: table_len }.into());
+        }
+        let grid = grid_for(&params, table_len)?;
+        check_particles(&params, positions, states, capacity)?;
+
+        let device = gpu.device.clone();
+        let limits = device.limits();
+        let cap = capacity.max(1) as u64;
+        let table = table_len as u64;
+        let sort_cap = match config.sort {
+            SortKind::Counting => 1,
+            SortKind::Bitonic => u64::from(sort_len(capacity as u32)),
+        };
+        let largest = [
+            cap * 68,
+            cap * 16,
+            cap * 12,
+            table * 4,
+            cap.max(sort_cap) * 8,
+        ]
+        .into_iter()
+        .max()
+        .unwrap_or(0);
+        if largest > limits.max_storage_buffer_binding_size {
+            return Err(GpuError::Limit {
+                limit: "max_storage_buffer_binding_size",
+                needed: largest,
+                available: limits.max_storage_buffer_binding_size,
+            });
+        }
+        if largest > limits.max_buffer_size {
+            return Err(GpuError::Limit {
+                limit: "max_buffer_size",
+                needed: largest,
+                available: limits.max_buffer_size,
+            });
+        }
+        let max_groups = config
+            .max_workgroups_per_dimension
+            .unwrap_or(limits.max_compute_workgroups_per_dimension)
+            .min(limits.max_compute_workgroups_per_dimension)
+            .max(1);
+        let most_threads = cap.max(table).max(sort_cap);
+        let most_groups = most_threads.div_ceil(u64::from(WORKGROUP));
+        let reach = u64::from(max_groups) * u64::from(max_groups);
+        if most_groups > reach {
+            return Err(GpuError::Limit {
+                limit: "max_compute_workgroups_per_dimension",
+                needed: most_groups.isqrt() + 1,
+                available: u64::from(max_groups),
+            });
+        }
+
+        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let built = Self::build(
+            gpu,
+            params,
+            block,
+            grid,
+            capacity as u32,
+            table_len as u32,
+            sort_cap,
+            max_groups,
+            config,
+        );
+        let out_of_memory = pollster::block_on(oom.pop());
+        let invalid = pollster::block_on(scope.pop());
+        if let Some(e) = out_of_memory.or(invalid) {
+            return Err(GpuError::Operation(e.to_string()));
+        }
+        let mut fluid = built;
+        fluid.upload(positions, states)?;
+        Ok(fluid)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn build(
+        gpu: &Gpu,
+        params: SphParams<Vec3>,
+        block: ParamBlock,
+        grid: Grid<Vec3>,
+        capacity: u32,
+        table_len: u32,
+        sort_cap: u64,
+        max_groups: u32,
+        config: FluidConfig,
+    ) -> Self {
+        let device = gpu.device.clone();
+        let queue = gpu.queue.clone();
+        let cap = u64::from(capacity.max(1));
+        let storage = wgpu::BufferUsages::STORAGE
+            | wgpu::BufferUsages::COPY_DST
+            | wgpu::BufferUsages::COPY_SRC;
+        let uniform = wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST;
+        let buffer = |label: &str, size: u64, usage| {
+            device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size,
+                usage,
+                mapped_at_creation: false,
+            })
+        };
+        let buffers = Buffers {
+            params: buffer("params", 128, uniform),
+            grid: buffer("grid", 32, uniform),
+            positions: buffer("positions", bytes(cap, 12), storage),
+            states: buffer("states", bytes(cap, 68), storage),
+            bucket_start: buffer("bucket_start", bytes(u64::from(table_len), 4), storage),
+            sorted: buffer("sorted", bytes(cap, 16), storage),
+            sorted_ids: buffer("sorted_ids", bytes(cap, 4), storage),
+            sorted_vd: buffer("sorted velocity, density", bytes(cap, 16), storage),
+            sorted_np: buffer("sorted normal, pressure", bytes(cap, 16), storage),
+            flags: buffer("flags", 4, storage),
+            emit: buffer("emit", 64, uniform),
+        };
+        // Counting sort: (bucket, rank) per id; bitonic: the sorted pairs.
+        let pairs = buffer("pairs", bytes(cap.max(sort_cap), 8), storage);
+        let probe_out = buffer("probe", bytes(cap, 16), storage);
+        queue.write_buffer(&buffers.params, 0, bytemuck::bytes_of(&block));
+
+        let kernels = Kernels::new(&device);
+        let common = bind_group(
+            &device,
+            &kernels.common,
+            &[
+                buffers.params.as_entire_binding(),
+                buffers.grid.as_entire_binding(),
+            ],
+        );
+        let grid_bind = bind_group(
+            &device,
+            &kernels.grid.group,
+            &[
+                whole(&buffers.positions),
+                whole(&buffers.states),
+                whole(&pairs),
+                whole(&buffers.bucket_start),
+                whole(&buffers.sorted),
+                whole(&buffers.sorted_ids),
+                whole(&buffers.sorted_vd),
+            ],
+        );
+        let sph = bind_group(
+            &device,
+            &kernels.sph.group,
+            &[
+                whole(&buffers.sorted),
+                whole(&buffers.sorted_ids),
+                whole(&buffers.bucket_start),
+                whole(&buffers.states),
+                whole(&buffers.sorted_vd),
+                whole(&buffers.sorted_np),
+            ],
+        );
+        let integrate = bind_group(
+            &device,
+            &kernels.integrate.group,
+            &[
+                whole(&buffers.positions),
+                whole(&buffers.states),
+                whole(&buffers.flags),
+            ],
+        );
+        let probe = bind_group(
+            &device,
+            &kernels.probe.group,
+            &[whole(&buffers.positions), whole(&probe_out)],
+        );
+
+        // Scan levels: the table, then the block totals of each level until
+        // one block holds them all.
+        let mut scan = Vec::new();
+        let mut level_data = buffers.bucket_start.clone();
+        let mut len = table_len;
+        loop {
+            let blocks = len.div_ceil(SCAN_BLOCK);
+            let sums = buffer("scan sums", bytes(u64::from(blocks), 4), storage);
+            let info = buffer("scan info", 16, uniform);
+            queue.write_buffer(
+                &info,
+                0,
+                bytemuck::bytes_of(&ScanBlock { len, pad: [0; 3] }),
+            );
+            let bind = bind_group(
+                &device,
+                &kernels.scan.group,
+                &[whole(&level_data), whole(&sums), whole(&info)],
+            );
+            scan.push(ScanLevel { len, bind });
+            if blocks <= 1 {
+                break;
+            }
+            level_data = sums;
+            len = blocks;
+        }
+
+        // Bitonic passes beyond the local sort, for the largest length; a
+        // shorter sort runs a prefix of them.
+        let stride = device.limits().min_uniform_buffer_offset_alignment.max(16);
+        let mut plan = Vec::new();
+        let mut k = 2 * BITONIC_LOCAL;
+        while u64::from(k) <= sort_cap {
+            let mut j = k / 2;
+            while j >= BITONIC_LOCAL {
+                plan.push((PassBlock { k, j, pad: [0; 2] }, true));
+                j /= 2;
+            }
+            plan.push((
+                PassBlock {
+                    k,
+                    j: 0,
+                    pad: [0; 2],
+                },
+                false,
+            ));
+            k *= 2;
+        }
+        let pass_buffer = buffer(
+            "bitonic passes",
+            u64::from(stride) * (plan.len() as u64).max(1),
+            uniform,
+        );
+        let mut bitonic = Vec::new();
+        for (i, (p, global)) in plan.iter().enumerate() {
+            let offset = stride * i as u32;
+            queue.write_buffer(&pass_buffer, u64::from(offset), bytemuck::bytes_of(p));
+            bitonic.push(BitonicPass {
+                k: p.k,
+                global: *global,
+                offset,
+            });
+        }
+        let bitonic_bind = bind_group(
+            &device,
+            &kernels.bitonic.group,
+            &[
+                whole(&pairs),
+                wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                    buffer: &pass_buffer,
+                    offset: 0,
+                    size: wgpu::BufferSize::new(16),
+                }),
+            ],
+        );
+
+        let timer = (config.timing && gpu.has_timestamps()).then(|| Timer {
+            set: device.create_query_set(&wgpu::QuerySetDescriptor {
+                label: Some("stage timestamps"),
+                ty: wgpu::QueryType::Timestamp,
+                count: QUERIES,
+            }),
+            resolve: buffer(
+                "timestamps",
+                u64::from(QUERIES) * 8,
+                wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+            ),
+            period_ns: f64::from(queue.get_timestamp_period()),
+        });
+
+        let grid_block = GridBlock {
+            count: 0,
+            shift: 32 - table_len.trailing_zeros(),
+            table_len,
+            sort_len: sort_len(0),
+            origin_x: grid.origin().x,
+            origin_y: grid.origin().y,
+            origin_z: grid.origin().z,
+            inv_cell: 1.0 / grid.cell_size(),
+        };
+        Self {
+            device,
+            queue,
+            params,
+            config,
+            capacity,
+            len: 0,
+            table_len,
+            grid_block,
+            max_groups,
+            buffers,
+            binds: Binds {
+                common,
+                grid: grid_bind,
+                bitonic: bitonic_bind,
+                sph,
+                integrate,
+                probe,
+                probe_out,
+            },
+            kernels,
+            grid,
+            scan,
+            bitonic,
+            timer,
+            times: StageTimes::default(),
+            steps: 0,
+        }
+    }
+
+    /// Particles stored.
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    /// `true` if there are no particles.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Most particles the buffers hold.
+    pub fn capacity(&self) -> usize {
+        self.capacity as usize
+    }
+
+    /// The parameters.
+    pub fn params(&self) -> &SphParams<Vec3> {
+        &self.params
+    }
+
+    /// The options it was created with.
+    pub fn config(&self) -> &FluidConfig {
+        &self.config
+    }
+
+    /// Buckets of the cell hash.
+    pub fn table_len(&self) -> usize {
+        self.table_len as usize
+    }
+
+    /// The grid the kernels use (radius `h`, origin at the domain centre),
+    /// for computing the same cells and buckets on the CPU.
+    pub fn grid(&self) -> Grid<Vec3> {
+        self.grid
+    }
+
+    /// Steps taken.
+    pub fn steps(&self) -> u64 {
+        self.steps
+    }
+
+    /// Per-stage GPU times of the steps taken with
+    /// [`FluidConfig::timing`] on (empty without timestamp queries).
+    pub fn stage_times(&self) -> &StageTimes {
+        &self.times
+    }
+
+    /// `true` when per-stage times are recorded.
+    pub fn is_timing(&self) -> bool {
+        self.timer.is_some()
+    }
+
+    /// Replaces the parameters (the grid follows the new `h` and domain).
+    ///
+    /// # Errors
+    /// As [`new`](Self::new) for the parameters; nothing changes on error.
+    pub fn set_params(&mut self, params: SphParams<Vec3>) -> Result<(), GpuError> {
+        let block = params.param_block()?;
+        let grid = grid_for(&params, self.table_len as usize)?;
+        self.params = params;
+        self.grid = grid;
+        self.grid_block.origin_x = grid.origin().x;
+        self.grid_block.origin_y = grid.origin().y;
+        self.grid_block.origin_z = grid.origin().z;
+        self.grid_block.inv_cell = 1.0 / grid.cell_size();
+        self.queue
+            .write_buffer(&self.buffers.params, 0, bytemuck::bytes_of(&block));
+        self.write_grid();
+        Ok(())
+    }
+
+    /// Replaces every particle (ids are slice indices), clearing the
+    /// divergence flag.
+    ///
+    /// # Errors
+    /// [`GpuError::LengthMismatch`], [`GpuError::CapacityExceeded`], and
+    /// [`GpuError::Core`] for a particle that is not finite or lies outside
+    /// the domain; nothing changes on error.
+    pub fn upload(
+        &mut self,
+        positions: &[Vec3],
+        states: &[ParticleState<Vec3>],
+    ) -> Result<(), GpuError> {
+        check_particles(&self.params, positions, states, self.capacity as usize)?;
+        if !positions.is_empty() {
+            self.queue
+                .write_buffer(&self.buffers.positions, 0, bytemuck::cast_slice(positions));
+            self.queue
+                .write_buffer(&self.buffers.states, 0, bytemuck::cast_slice(states));
+        }
+        self.queue
+            .write_buffer(&self.buffers.flags, 0, bytemuck::bytes_of(&0u32));
+        self.len = positions.len() as u32;
+        self.write_grid();
+        Ok(())
+    }
+
+    fn write_grid(&mut self) {
+        self.grid_block.count = self.len;
+        self.grid_block.sort_len = sort_len(self.len);
+        self.queue
+            .write_buffer(&self.buffers.grid, 0, bytemuck::bytes_of(&self.grid_block));
+    }
+
+    /// Advances the fluid by `k` steps of `params.dt`, as `k` calls of
+    /// [`spatium::sph::Fluid::step`] with walls only. Returns once the
+    /// work is submitted (or, when timing, once its timings are read).
+    ///
+    /// # Errors
+    /// [`GpuError::Operation`] if reading the timings fails.
+    pub fn step(&mut self, k: u32) -> Result<(), GpuError> {
+        let per_step = self.passes_per_step();
+        let batch = match self.timer {
+            Some(_) => (QUERIES / (2 * per_step)).max(1),
+            None => BATCH,
+        };
+        let mut left = k;
+        while left > 0 {
+            let steps = left.min(batch);
+            let mut encoder = self
+                .device
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                    label: Some("steps"),
+                });
+            let mut stages = Vec::new();
+            for _ in 0..steps {
+                self.encode_step(&mut encoder, &mut stages);
+            }
+            if let Some(t) = &self.timer
+                && !stages.is_empty()
+            {
+                encoder.resolve_query_set(&t.set, 0..2 * stages.len() as u32, &t.resolve, 0);
+            }
+            let command = encoder.finish();
+            self.queue.submit([command]);
+            if self.timer.is_some() && !stages.is_empty() {
+                self.collect_times(&stages)?;
+                self.times.add_steps(u64::from(steps));
+            }
+            self.steps += u64::from(steps);
+            left -= steps;
+        }
+        Ok(())
+    }
+
+    /// Blocks until the submitted work has finished.
+    ///
+    /// # Errors
+    /// [`GpuError::Operation`] if the device is lost or the wait fails.
+    pub fn wait(&self) -> Result<(), GpuError> {
+        self.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map(|_| ())
+            .map_err(|e| GpuError::Operation(e.to_string()))
+    }
+
+    fn passes_per_step(&self) -> u32 {
+        let eval = 5 + u32::from(self.params.surface_tension > 0.0);
+        match self.params.integrator {
+            Integrator::Leapfrog => 2 * (eval + 1),
+            Integrator::Euler => eval + 1,
+        }
+    }
+
+    fn encode_step(&self, encoder: &mut wgpu::CommandEncoder, stages: &mut Vec<Stage>) {
+        match self.params.integrator {
+            Integrator::Leapfrog => {
+                self.encode_evaluation(encoder, stages);
+                self.encode_integration(encoder, stages, Kernel::HalfStep);
+                self.encode_evaluation(encoder, stages);
+                self.encode_integration(encoder, stages, Kernel::FullStep);
+            }
+            Integrator::Euler => {
+                self.encode_evaluation(encoder, stages);
+                self.encode_integration(encoder, stages, Kernel::EulerStep);
+            }
+        }
+    }
+
+    /// A compute pass for `stage` with group 0 bound, timestamped when
+    /// timing is on.
+    fn pass<'e>(
+        &'e self,
+        encoder: &'e mut wgpu::CommandEncoder,
+        stages: &mut Vec<Stage>,
+        stage: Stage,
+    ) -> wgpu::ComputePass<'e> {
+        let timestamp_writes = self.timer.as_ref().map(|t| {
+            let q = 2 * stages.len() as u32;
+            stages.push(stage);
+            wgpu::ComputePassTimestampWrites {
+                query_set: &t.set,
+                beginning_of_pass_write_index: Some(q),
+                end_of_pass_write_index: Some(q + 1),
+            }
+        });
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: Some(stage.name()),
+            timestamp_writes,
+        });
+        pass.set_bind_group(0, &self.binds.common, &[]);
+        pass
+    }
+
+    /// Dispatches `kernel` over `threads` invocations (2D when needed).
+    fn run(&self, pass: &mut wgpu::ComputePass<'_>, kernel: Kernel, threads: u32) {
+        self.run_groups(pass, kernel, threads.div_ceil(WORKGROUP));
+    }
+
+    /// Dispatches `kernel` over `groups` workgroups (2D when needed).
+    fn run_groups(&self, pass: &mut wgpu::ComputePass<'_>, kernel: Kernel, groups: u32) {
+        if groups == 0 {
+            return;
+        }
+        let (x, y) = dispatch_grid(groups, self.max_groups);
+        pass.set_pipeline(self.kernels.get(kernel));
+        pass.dispatch_workgroups(x, y, 1);
+    }
+
+    fn encode_evaluation(&self, encoder: &mut wgpu::CommandEncoder, stages: &mut Vec<Stage>) {
+        self.encode_grid(encoder, stages);
+        let n = self.len;
+        {
+            let mut pass = self.pass(encoder, stages, Stage::Density);
+            pass.set_bind_group(1, &self.binds.sph, &[]);
+            self.run(&mut pass, Kernel::Density, n);
+        }
+        if self.params.surface_tension > 0.0 {
+            let mut pass = self.pass(encoder, stages, Stage::Normals);
+            pass.set_bind_group(1, &self.binds.sph, &[]);
+            self.run(&mut pass, Kernel::Normals, n);
+        }
+        let mut pass = self.pass(encoder, stages, Stage::Forces);
+        pass.set_bind_group(1, &self.binds.sph, &[]);
+        self.run(&mut pass, Kernel::Forces, n);
+    }
+
+    /// Cells, sort and offsets: the neighbour-search layout for the current
+    /// positions.
+    fn encode_grid(&self, encoder: &mut wgpu::CommandEncoder, stages: &mut Vec<Stage>) {
+        let n = self.len;
+        let table = self.table_len;
+        match self.config.sort {
+            SortKind::Counting => {
+                {
+                    let mut pass = self.pass(encoder, stages, Stage::Cells);
+                    pass.set_bind_group(1, &self.binds.grid, &[]);
+                    self.run(&mut pass, Kernel::ClearTable, table);
+                    self.run(&mut pass, Kernel::CountCells, n);
+                }
+                {
+                    let mut pass = self.pass(encoder, stages, Stage::Offsets);
+                    for level in &self.scan {
+                        pass.set_bind_group(1, &level.bind, &[]);
+                        self.run_groups(
+                            &mut pass,
+                            Kernel::ScanBlocks,
+                            level.len.div_ceil(SCAN_BLOCK),
+                        );
+                    }
+                    for level in self.scan.iter().rev().skip(1) {
+                        pass.set_bind_group(1, &level.bind, &[]);
+                        self.run(&mut pass, Kernel::AddOffsets, level.len);
+                    }
+                }
+                let mut pass = self.pass(encoder, stages, Stage::Sort);
+                pass.set_bind_group(1, &self.binds.grid, &[]);
+                self.run(&mut pass, Kernel::Scatter, n);
+            }
+            SortKind::Bitonic => {
+                let len = sort_len(n);
+                {
+                    let mut pass = self.pass(encoder, stages, Stage::Cells);
+                    pass.set_bind_group(1, &self.binds.grid, &[]);
+                    self.run(&mut pass, Kernel::BitonicKeys, len);
+                }
+                {
+                    let mut pass = self.pass(encoder, stages, Stage::Sort);
+                    pass.set_bind_group(1, &self.binds.bitonic, &[0]);
+                    self.run_groups(&mut pass, Kernel::LocalSort, len / BITONIC_LOCAL);
+                    for p in self.bitonic.iter().take_while(|p| p.k <= len) {
+                        pass.set_bind_group(1, &self.binds.bitonic, &[p.offset]);
+                        if p.global {
+                            self.run(&mut pass, Kernel::GlobalMerge, len / 2);
+                        } else {
+                            self.run_groups(&mut pass, Kernel::LocalMerge, len / BITONIC_LOCAL);
+                        }
+                    }
+                    pass.set_bind_group(1, &self.binds.grid, &[]);
+                    self.run(&mut pass, Kernel::BitonicGather, n);
+                }
+                let mut pass = self.pass(encoder, stages, Stage::Offsets);
+                pass.set_bind_group(1, &self.binds.grid, &[]);
+                self.run(&mut pass, Kernel::ClearTable, table);
+                self.run(&mut pass, Kernel::BitonicOffsets, n);
+            }
+        }
+    }
+
+    fn encode_integration(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        stages: &mut Vec<Stage>,
+        kernel: Kernel,
+    ) {
+        let mut pass = self.pass(encoder, stages, Stage::Integrate);
+        pass.set_bind_group(1, &self.binds.integrate, &[]);
+        self.run(&mut pass, kernel, self.len);
+    }
+
+    fn collect_times(&mut self, stages: &[Stage]) -> Result<(), GpuError> {
+        let Some(t) = &self.timer else {
+            return Ok(());
+        };
+        let raw = read_buffer(
+            &self.device,
+            &self.queue,
+            &t.resolve,
+            8 * 2 * stages.len() as u64,
+        )?;
+        let ticks: Vec<u64> = bytemuck::pod_collect_to_vec(&raw);
+        let period = t.period_ns;
+        for (i, stage) in stages.iter().enumerate() {
+            let (a, b) = (ticks[2 * i], ticks[2 * i + 1]);
+            self.times.add(*stage, b.saturating_sub(a) as f64 * period);
+        }
+        Ok(())
+    }
+
+    /// Waits for the device and reads every particle back, by id.
+    ///
+    /// # Errors
+    /// [`GpuError::Operation`] if the copy or the mapping fails.
+    pub fn read_back(&self) -> Result<Snapshot, GpuError> {
+        let n = u64::from(self.len);
+        let positions = read_buffer(&self.device, &self.queue, &self.buffers.positions, 12 * n)?;
+        let states = read_buffer(&self.device, &self.queue, &self.buffers.states, 68 * n)?;
+        let flags = read_buffer(&self.device, &self.queue, &self.buffers.flags, 4)?;
+        Ok(Snapshot {
+            positions: bytemuck::pod_collect_to_vec(&positions),
+            states: bytemuck::pod_collect_to_vec(&states),
+            diverged: flags.iter().any(|&b| b != 0),
+        })
+    }
+
+    /// The cell and bucket of every particle as the kernels compute them
+    /// (to compare with [`Grid::cell`] and [`Grid::bucket`] of
+    /// [`grid`](Self::grid)).
+    ///
+    /// # Errors
+    /// [`GpuError::Operation`] if the read-back fails.
+    pub fn probe_cells(&self) -> Result<Vec<([i32; 3], u32)>, GpuError> {
+        let mut encoder = self
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("probe"),
+            });
+        {
+            let mut pass = self.pass_untimed(&mut encoder);
+            pass.set_bind_group(1, &self.binds.probe, &[]);
+            self.run(&mut pass, Kernel::ProbeCells, self.len);
+        }
+        self.queue.submit([encoder.finish()]);
+        let raw = read_buffer(
+            &self.device,
+            &self.queue,
+            &self.binds.probe_out,
+            16 * u64::from(self.len),
+        )?;
+        let words: Vec<i32> = bytemuck::pod_collect_to_vec(&raw);
+        Ok(words
+            .chunks_exact(4)
+            .map(|w| ([w[0], w[1], w[2]], w[3] as u32))
+            .collect())
+    }
+
+    fn pass_untimed<'e>(&'e self, encoder: &'e mut wgpu::CommandEncoder) -> wgpu::ComputePass<'e> {
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: Some("untimed"),
+            timestamp_writes: None,
+        });
+        pass.set_bind_group(0, &self.binds.common, &[]);
+        pass
+    }
+
+    /// Builds the neighbour-search layout (cells, sort, offsets) for the
+    /// current positions, without stepping, and reads it back.
+    ///
+    /// # Errors
+    /// [`GpuError::Operation`] if the read-back fails.
+    pub fn sort_view(&mut self) -> Result<SortView, GpuError> {
+        let mut encoder = self
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("grid"),
+            });
+        let mut stages = Vec::new();
+        self.encode_grid(&mut encoder, &mut stages);
+        if let Some(t) = &self.timer
+            && !stages.is_empty()
+        {
+            // Keep the query set's use balanced; these times are discarded.
+            encoder.resolve_query_set(&t.set, 0..2 * stages.len() as u32, &t.resolve, 0);
+        }
+        self.queue.submit([encoder.finish()]);
+        let n = u64::from(self.len);
+        let sorted = read_buffer(&self.device, &self.queue, &self.buffers.sorted, 16 * n)?;
+        let ids = read_buffer(&self.device, &self.queue, &self.buffers.sorted_ids, 4 * n)?;
+        let starts = read_buffer(
+            &self.device,
+            &self.queue,
+            &self.buffers.bucket_start,
+            4 * u64::from(self.table_len),
+        )?;
+        let sorted: Vec<u32> = bytemuck::pod_collect_to_vec(&sorted);
+        Ok(SortView {
+            keys: sorted.chunks_exact(4).map(|w| w[3]).collect(),
+            ids: bytemuck::pod_collect_to_vec(&ids),
+            bucket_start: bytemuck::pod_collect_to_vec(&starts),
+        })
+    }
+
+    /// Writes one emitter layer: particles `len .. len + count` at
+    /// `centre + basis0·a + basis1·b` for the first `count` offsets of
+    /// `layer`, all with `velocity`; the count grows by `count`.
+    pub(crate) fn emit_layer(
+        &mut self,
+        layer: &wgpu::Buffer,
+        count: u32,
+        centre: Vec3,
+        velocity: Vec3,
+        basis: [Vec3; 2],
+    ) -> Result<(), GpuError> {
+        let first = self.len;
+        if u64::from(first) + u64::from(count) > u64::from(self.capacity) {
+            return Err(GpuError::CapacityExceeded {
+                capacity: self.capacity as usize,
+                requested: first as usize + count as usize,
+            });
+        }
+        let block = EmitBlock {
+            first,
+            count,
+            centre: [centre.x, centre.y, centre.z],
+            velocity: [velocity.x, velocity.y, velocity.z],
+            basis0: [basis[0].x, basis[0].y, basis[0].z],
+            basis1: [basis[1].x, basis[1].y, basis[1].z],
+            pad: [0; 2],
+        };
+        self.queue
+            .write_buffer(&self.buffers.emit, 0, bytemuck::bytes_of(&block));
+        let bind = bind_group(
+            &self.device,
+            &self.kernels.emit.group,
+            &[
+                self.buffers.positions.as_entire_binding(),
+                self.buffers.states.as_entire_binding(),
+                layer.as_entire_binding(),
+                self.buffers.emit.as_entire_binding(),
+            ],
+        );
+        let mut encoder = self
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("emit"),
+            });
+        {
+            let mut pass = self.pass_untimed(&mut encoder);
+            pass.set_bind_group(1, &bind, &[]);
+            self.run(&mut pass, Kernel::EmitLayer, count);
+        }
+        self.queue.submit([encoder.finish()]);
+        self.len = first + count;
+        self.write_grid();
+        Ok(())
+    }
+
+    pub(crate) fn device(&self) -> &wgpu::Device {
+        &self.device
+    }
+
+    pub(crate) fn queue(&self) -> &wgpu::Queue {
+        &self.queue
+    }
+}
+
+/// Copies the first `size` bytes of `src` to a mappable buffer, waits, and
+/// returns them.
+pub(crate) fn read_buffer(
+    device: &wgpu::Device,
+    queue: &wgpu::Queue,
+    src: &wgpu::Buffer,
+    size: u64,
+) -> Result<Vec<u8>, GpuError> {
+    if size == 0 {
+        return Ok(Vec::new());
+    }
+    let staging = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("read back"),
+        size,
+        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+        label: Some("copy"),
+    });
+    encoder.copy_buffer_to_buffer(src, 0, &staging, 0, size);
+    queue.submit([encoder.finish()]);
+    let (tx, rx) = std::sync::mpsc::channel();
+    staging.map_async(wgpu::MapMode::Read, .., move |r| {
+        let _ = tx.send(r);
+    });
+    device
+        .poll(wgpu::PollType::wait_indefinitely())
+        .map_err(|e| GpuError::Operation(e.to_string()))?;
+    rx.recv()
+        .map_err(|e| GpuError::Operation(e.to_string()))?
+        .map_err(|e| GpuError::Operation(e.to_string()))?;
+    let data = staging
+        .get_mapped_range(..)
+        .map_err(|e| GpuError::Operation(e.to_string()))?
+        .to_vec();
+    staging.unmap();
+    Ok(data)
+}

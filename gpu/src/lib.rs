@@ -1,0 +1,52 @@
+//! # spatium-gpu
+//!
+//! The SPH solver of [`spatium`] (the real-time SPH water-channel seed) as
+//! WGSL compute kernels through wgpu, checked particle by particle against
+//! the CPU solver.
+//!
+//! * [`Gpu`]: the adapter and device the environment selects (`WGPU_BACKEND`,
+//!   `WGPU_ADAPTER_NAME`; Mesa's lavapipe where there is no GPU).
+//! * [`GpuFluid`]: positions and [`spatium::sph::ParticleState`]s in device
+//!   buffers, uploaded as the core's bytes (`bytemuck::cast_slice`), with the
+//!   parameters as the core's [`spatium::sph::ParamBlock`] uniform; stepped
+//!   by the seed's pipeline (cells, sort by cell, offsets, density, normals,
+//!   forces, integration with the box walls); read back by particle id.
+//! * [`SortKind`]: the counting sort (atomic histogram, parallel prefix
+//!   scan, scatter) or the seed's bitonic sort.
+//! * [`GpuEmitter`]: the core's pipe emitter, writing its layers on the GPU.
+//! * [`render`]: density-coloured PNG frames of read-back particles.
+//!
+//! The neighbour search uses the core's uniform hash exactly: the cell of a
+//! point is [`spatium::uniform::Grid::cell`] and its bucket
+//! [`spatium::uniform::Grid::bucket`] for the grid of radius `h` centred on
+//! the domain ([`GpuFluid::grid`]); a bucket shared by several cells is
+//! searched with a per-particle cell check, so no pair is counted twice.
+//!
+//! Three dimensions only ([`spatium::Vec3`]).
+//!
+//! # Errors and limits
+//!
+//! Every failure is a [`GpuError`]: no adapter, a missing limit, a buffer
+//! larger than the device allows, parameters or particles the core refuses,
+//! more particles than the capacity. Dispatches wider than the device's
+//! workgroups per dimension are split into 2D grids.
+
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+mod context;
+mod emitter;
+mod error;
+mod fluid;
+pub mod layout;
+mod pipeline;
+pub mod render;
+pub mod scene;
+mod timing;
+
+pub use context::Gpu;
+pub use emitter::GpuEmitter;
+pub use error::GpuError;
+pub use fluid::{FluidConfig, GpuFluid, Snapshot, SortKind, SortView};
+pub use pipeline::dispatch_grid;
+pub use timing::{Stage, StageTimes};

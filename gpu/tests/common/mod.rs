@@ -1,0 +1,121 @@
+//! Shared by the integration tests: the adapter (skipped loudly when there
+//! is none), the CPU reference run and the comparisons.
+
+#![allow(dead_code)]
+
+use spatium::sph::{Fluid, ParticleState};
+use spatium::uniform::{CellRecord, CellSortedHash, SortedParticle, TableSlot};
+use spatium::{Point, Vec3, uniform};
+use spatium_gpu::Gpu;
+use spatium_gpu::scene::Scene;
+
+/// The device, or `None` after a `SKIPPED:` line when there is no adapter
+/// (a failure instead when `REQUIRE_GPU=1`). Prints the adapter and checks
+/// that its backend is one `WGPU_BACKEND` asked for.
+pub fn gpu(test: &str) -> Option<Gpu> {
+    match Gpu::new() {
+        Ok(gpu) => {
+            eprintln!("{test}: adapter {}", gpu.describe());
+            if let Ok(wanted) = std::env::var("WGPU_BACKEND") {
+                let backend = gpu.adapter_info().backend;
+                let ok = wanted.split(',').any(|w| {
+                    let w = w.trim().to_lowercase();
+                    match backend {
+                        wgpu::Backend::Vulkan => w == "vulkan" || w == "vk",
+                        wgpu::Backend::Gl => w == "gl" || w == "gles" || w == "opengl",
+                        wgpu::Backend::Metal => w == "metal" || w == "mtl",
+                        wgpu::Backend::Dx12 => w == "dx12" || w == "d3d12",
+                        _ => false,
+                    }
+                });
+                assert!(
+                    ok,
+                    "WGPU_BACKEND={wanted} but the adapter runs on {backend:?}"
+                );
+            }
+            Some(gpu)
+        }
+        Err(e) => {
+            if std::env::var("REQUIRE_GPU").is_ok_and(|v| v == "1") {
+                panic!("{test}: REQUIRE_GPU=1 but no usable GPU adapter: {e}");
+            }
+            eprintln!(
+                "SKIPPED: {test}: no usable GPU adapter ({e}); set REQUIRE_GPU=1 to fail instead"
+            );
+            None
+        }
+    }
+}
+
+/// Steps the core's CPU solver (a `CellSortedHash`, walls only) `steps`
+/// times from the scene; returns positions and states by id.
+pub fn cpu_run(scene: &Scene, steps: u32) -> (Vec<Vec3>, Vec<ParticleState<Vec3>>) {
+    let n = scene.positions.len();
+    let mut fluid = Fluid::new(
+        vec![Vec3::ZERO; n],
+        vec![ParticleState::EMPTY; n],
+        scene.params,
+    );
+    fluid
+        .extend(scene.positions.iter().copied(), Vec3::ZERO)
+        .expect("scene fits");
+    let mut hash = CellSortedHash::<Vec3, _, _, _>::new(
+        vec![TableSlot::EMPTY; uniform::table_len_with_factor(n, 4)],
+        vec![SortedParticle::EMPTY; n],
+        vec![CellRecord::EMPTY; n],
+    );
+    for _ in 0..steps {
+        fluid.step(&mut hash, &mut (), &mut ()).expect("CPU step");
+    }
+    (fluid.positions().to_vec(), fluid.state().to_vec())
+}
+
+/// Largest per-particle differences between two runs: position and
+/// velocity, and the step's start position and velocity, absolute (m,
+/// m/s), density
+/// relative to the rest density, and pressure, normal and acceleration
+/// relative to the largest magnitude of that quantity in the second run.
+#[derive(Debug, Default)]
+pub struct Deviation {
+    pub position: f32,
+    pub velocity: f32,
+    pub density: f32,
+    pub start_position: f32,
+    pub start_velocity: f32,
+    pub pressure: f32,
+    pub normal: f32,
+    pub acceleration: f32,
+}
+
+pub fn deviation(
+    a: (&[Vec3], &[ParticleState<Vec3>]),
+    b: (&[Vec3], &[ParticleState<Vec3>]),
+    rest_density: f32,
+) -> Deviation {
+    assert_eq!(a.0.len(), b.0.len());
+    let norm = |v: Vec3| v.dot(v).sqrt();
+    let mut d = Deviation::default();
+    let (mut p_max, mut n_max, mut a_max) = (0.0f32, 0.0f32, 0.0f32);
+    for i in 0..a.0.len() {
+        let (s, t) = (&a.1[i], &b.1[i]);
+        d.position = d.position.max(norm(a.0[i] - b.0[i]));
+        d.velocity = d.velocity.max(norm(s.velocity - t.velocity));
+        d.density = d.density.max((s.density - t.density).abs() / rest_density);
+        d.start_position = d
+            .start_position
+            .max(norm(s.start_position - t.start_position));
+        d.start_velocity = d
+            .start_velocity
+            .max(norm(s.start_velocity - t.start_velocity));
+        d.pressure = d.pressure.max((s.pressure - t.pressure).abs());
+        d.normal = d.normal.max(norm(s.normal - t.normal));
+        d.acceleration = d.acceleration.max(norm(s.acceleration - t.acceleration));
+        p_max = p_max.max(t.pressure.abs());
+        n_max = n_max.max(norm(t.normal));
+        a_max = a_max.max(norm(t.acceleration));
+    }
+    d.pressure /= p_max.max(f32::MIN_POSITIVE);
+    d.normal /= n_max.max(f32::MIN_POSITIVE);
+    d.acceleration /= a_max.max(f32::MIN_POSITIVE);
+    d
+}

@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# The GPU companion crate (gpu/): installs Mesa's lavapipe (a Vulkan driver
+# on the CPU) when it is missing, pins wgpu to it, then formatting, clippy,
+# rustdoc, the tests in release mode (parity with the CPU solver, the grid
+# and both sorts, the emitter, the errors), a benchmark smoke run at 32 768
+# particles and a frames smoke run writing PNGs under gpu/target/frames.
+#
+# Anything that cannot be installed is reported as a loud "SKIPPED:" line
+# (and in the summary), never passed silently. Run from anywhere.
+#
+# Environment:
+#   REQUIRE_GPU=1  fail instead of skipping when no Vulkan driver can be had
+#                  (set automatically when the lavapipe ICD file exists, so
+#                  the tests cannot skip there)
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/../gpu"
+
+REQUIRE_GPU="${REQUIRE_GPU:-0}"
+LVP_ICD=/usr/share/vulkan/icd.d/lvp_icd.x86_64.json
+SKIP_FATAL_VAR=REQUIRE_GPU
+# shellcheck source=lib/stages.sh
+source ../scripts/lib/stages.sh
+
+# ---------------------------------------------------------------- install
+INSTALL_START=$SECONDS
+
+stage "Vulkan loader and Mesa lavapipe (apt: libvulkan1 mesa-vulkan-drivers)"
+have_vulkan() {
+    [[ -f "$LVP_ICD" ]] && ldconfig -p 2>/dev/null | grep -q 'libvulkan\.so\.1'
+}
+if have_vulkan; then
+    echo "already installed: $LVP_ICD and libvulkan.so.1"
+elif as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libvulkan1 mesa-vulkan-drivers &&
+    have_vulkan; then
+    echo "installed: $LVP_ICD"
+fi
+if [[ -f "$LVP_ICD" ]]; then
+    # Pin wgpu to lavapipe on Vulkan (without these it may fall back to a
+    # much slower GL driver), and make the tests fail rather than skip.
+    export VK_DRIVER_FILES="$LVP_ICD" WGPU_BACKEND=vulkan XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/tmp}"
+    export REQUIRE_GPU=1
+    REQUIRE_GPU=1
+    echo "pinned: VK_DRIVER_FILES=$VK_DRIVER_FILES WGPU_BACKEND=vulkan REQUIRE_GPU=1"
+else
+    skip "lavapipe (mesa-vulkan-drivers) not available and cannot be installed: the GPU tests skip, no benchmark or frames"
+fi
+finish_stage
+INSTALL_SECONDS=$((SECONDS - INSTALL_START))
+
+# ----------------------------------------------------------------- checks
+CHECK_START=$SECONDS
+
+stage "cargo fmt --check"
+cargo fmt -- --check
+
+stage "cargo clippy (all targets, -D warnings)"
+cargo clippy --all-targets -- -D warnings
+
+stage "cargo doc (-D warnings)"
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps
+
+stage "cargo test --release (parity, grid and sorts, emitter, errors)"
+mkdir -p target
+set +e
+cargo test --release -- --nocapture >target/test.log 2>&1
+TEST_RC=$?
+set -e
+# The adapter, every SKIPPED line, the measured parity deviations, verdicts.
+grep -E '^(test |SKIPPED|test result)|adapter|after [0-9]+ steps|CPU brute|panicked' target/test.log || true
+if [[ $TEST_RC -ne 0 ]]; then
+    tail -n 80 target/test.log
+    exit "$TEST_RC"
+fi
+if grep -q '^SKIPPED' target/test.log; then
+    SKIPPED+=("GPU tests skipped: no adapter (see the SKIPPED lines of target/test.log)")
+fi
+
+if compgen -G '/usr/share/vulkan/icd.d/*.json' >/dev/null || [[ "$REQUIRE_GPU" == 1 ]]; then
+    stage "benchmark smoke run: 32 768 particles, both sorts (gpu-bench)"
+    cargo run --release -q --bin gpu-bench -- --sizes 32768 --steps 4 --cpu-steps 1 \
+        --report target/bench-smoke.md
+    cat target/bench-smoke.md
+
+    stage "frames smoke run: 3 PNGs under gpu/target/frames (gpu-frames)"
+    rm -rf target/frames
+    cargo run --release -q --bin gpu-frames -- --particles 4000 --frames 3 \
+        --steps-per-frame 10 --out target/frames
+    ls -l target/frames/*.png
+else
+    skip "no Vulkan driver: no benchmark smoke run, no frames"
+fi
+finish_stage
+CHECK_SECONDS=$((SECONDS - CHECK_START))
+
+printf '\n==> summary\n'
+printf '%s\n' "${SUMMARY[@]}"
+printf '%5ds  installation\n%5ds  checks\n%5ds  total\n' \
+    "$INSTALL_SECONDS" "$CHECK_SECONDS" $((SECONDS - SCRIPT_START))
+if ((${#SKIPPED[@]})); then
+    printf '\n'
+    for s in "${SKIPPED[@]}"; do
+        printf '!!!!!!!!!! SKIPPED: %s\n' "$s"
+    done
+    printf '\ngpu.sh: PASSED WITH SKIPPED PARTS (see above)\n'
+else
+    printf '\ngpu.sh: all passed\n'
+fi
