@@ -155,7 +155,9 @@ struct Binds {
 /// `148·C + 8·P + 4·T` bytes of device memory for capacity `C`, `T` buckets
 /// and `P` sort pairs (counting sort: `C`; bitonic: the capacity rounded up
 /// to a power of two, at least 512), plus the scan levels (`T/256` bytes)
-/// and a few uniform blocks. Per particle: position 12, state 68, sorted
+/// and at most 64 KiB of uniform blocks (bitonic pass parameters,
+/// timestamps); [`memory_bytes`](Self::memory_bytes) gives the exact sum,
+/// and a test holds it to this formula. Per particle: position 12, state 68, sorted
 /// position + bucket 16, sorted id 4, sorted velocity + density 16, sorted
 /// normal + pressure 16, cell probe 16.
 pub struct GpuFluid {
@@ -164,6 +166,7 @@ pub struct GpuFluid {
     params: SphParams<Vec3>,
     config: FluidConfig,
     capacity: u32,
+    memory_bytes: u64,
     len: u32,
     table_len: u32,
     grid_block: GridBlock,
@@ -365,7 +368,10 @@ impl GpuFluid {
             | wgpu::BufferUsages::COPY_DST
             | wgpu::BufferUsages::COPY_SRC;
         let uniform = wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST;
+        // Every byte this fluid allocates, for `memory_bytes`.
+        let allocated = std::cell::Cell::new(0u64);
         let buffer = |label: &str, size: u64, usage| {
+            allocated.set(allocated.get() + size);
             device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some(label),
                 size,
@@ -540,12 +546,14 @@ impl GpuFluid {
             origin_z: grid.origin().z,
             inv_cell: 1.0 / grid.cell_size(),
         };
+        let memory_bytes = allocated.get();
         Self {
             device,
             queue,
             params,
             config,
             capacity,
+            memory_bytes,
             len: 0,
             table_len,
             grid_block,
@@ -583,6 +591,13 @@ impl GpuFluid {
     /// Most particles the buffers hold.
     pub fn capacity(&self) -> usize {
         self.capacity as usize
+    }
+
+    /// Bytes of device memory this fluid allocated (every buffer it owns;
+    /// not the query set, nor a [`GpuEmitter`](crate::GpuEmitter)'s layer
+    /// buffer, nor transient read-back buffers).
+    pub fn memory_bytes(&self) -> u64 {
+        self.memory_bytes
     }
 
     /// The parameters.

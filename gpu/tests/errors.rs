@@ -138,3 +138,42 @@ fn an_empty_fluid_steps() {
         assert!(out.positions.is_empty() && !out.diverged);
     }
 }
+
+#[test]
+fn memory_follows_the_documented_formula() {
+    let Some(gpu) = common::gpu("memory") else {
+        return;
+    };
+    let s = scene::dam_break(1000, 0.025, 0.005).expect("scene");
+    for sort in [SortKind::Counting, SortKind::Bitonic] {
+        for (capacity, table) in [(1000usize, 4096usize), (3000, 1 << 16), (5000, 1 << 20)] {
+            let config = FluidConfig {
+                sort,
+                table_len: Some(table),
+                ..FluidConfig::default()
+            };
+            let f = GpuFluid::new(&gpu, s.params, capacity, &s.positions, &s.states, config)
+                .expect("fluid");
+            let (c, t) = (capacity as u64, table as u64);
+            // Sort pairs: the capacity (counting), or the capacity rounded up
+            // to a power of two, at least 512 (bitonic).
+            let p = match sort {
+                SortKind::Counting => c,
+                SortKind::Bitonic => c.next_power_of_two().max(512),
+            };
+            let formula = 148 * c + 8 * p + 4 * t;
+            let extra = f.memory_bytes() - formula.min(f.memory_bytes());
+            eprintln!(
+                "{} C={c} T={t}: {} bytes, formula {formula}, extra {extra}",
+                sort.name(),
+                f.memory_bytes()
+            );
+            assert!(f.memory_bytes() >= formula, "below the formula");
+            // Scan levels (about T/256 bytes) and uniform blocks (64 KiB).
+            assert!(
+                extra <= t / 256 + 64 * 1024,
+                "{extra} bytes beyond the formula"
+            );
+        }
+    }
+}
