@@ -128,8 +128,11 @@ impl<P: Point> SphParams<P> {
     /// that spacing the density `ρ₀` ([`lattice_mass`](Self::lattice_mass)),
     /// and a collision radius of half the spacing.
     ///
-    /// The seed does not state its particle spacing. `Δt = 0.005` is stable
-    /// down to a spacing of about 0.02 (the tests run Δt = 0.006 at 0.025);
+    /// The seed does not state its particle spacing. With leapfrog,
+    /// `Δt = 0.005` is stable down to a spacing of about 0.02 (the tests run
+    /// Δt = 0.006 at 0.025); explicit Euler is not: a 12³ block at spacing
+    /// 0.025 and Δt = 0.005 reached 11 m/s after about 30 Euler steps (the
+    /// GPU crate's parity runs);
     /// the acoustic limit `Δt ≤ 0.4·h/c`, with `c = √(7k/ρ₀) ≈ 2.6`, scales
     /// with the spacing, so finer fluids need a proportionally smaller step
     /// (the main job uses 0.0025 at spacing 2⁻⁶, where 0.005 boils).
