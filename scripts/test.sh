@@ -11,13 +11,14 @@
 # defmt-print, wasm-bindgen-cli, cargo-fuzz).
 #
 # Environment:
-#   FUZZ_SECONDS=N  fuzz each target for N seconds (default 45)
+#   FUZZ_SECONDS=N  fuzz each target for N seconds (default 30, which keeps
+#                   a fresh machine's whole run near 30 minutes)
 #   SKIP_FUZZ=1     skip the fuzz stage (announced loudly, never silently)
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-FUZZ_SECONDS="${FUZZ_SECONDS:-45}"
+FUZZ_SECONDS="${FUZZ_SECONDS:-30}"
 SKIP_FUZZ="${SKIP_FUZZ:-0}"
 # shellcheck source=lib/stages.sh
 source scripts/lib/stages.sh
