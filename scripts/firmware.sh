@@ -166,7 +166,7 @@ fi
 
 stage "size report: release binaries (opt-level s, LTO, codegen-units 1, panic-halt)"
 cargo build --release -p spatium-fw-size --bins
-BINS=(fw-baseline fw-brute fw-uniform-sph fw-uniform-sph-obstacles fw-hhg fw-kdtree fw-hhash)
+BINS=(fw-baseline fw-brute fw-uniform-sph fw-linked-sph fw-uniform-sph-obstacles fw-hhg fw-kdtree fw-hhash)
 if [[ -n "$SIZE_TOOL" ]]; then
     echo "sizes from: $SIZE_TOOL (Berkeley format: .text includes the vector table and .rodata)"
     base_text=$("$SIZE_TOOL" "target/$TARGET/release/fw-baseline" | awk 'NR == 2 { print $1 }')
@@ -189,13 +189,14 @@ if [[ -n "$SIZE_TOOL" ]]; then
             printf 'target NOT MET: %-44s .text %6d >  %6d (%+d)\n' "$what ($b)" "$t" "$limit" $((t - limit))
         fi
     }
-    target_line fw-uniform-sph 12288 "uniform hash + SPH step <= 12 KiB"
+    target_line fw-linked-sph 12288 "uniform hash (linked) + SPH step <= 12 KiB"
+    target_line fw-uniform-sph 12288 "uniform hash (cell-sorted) + SPH step <= 12 KiB"
     target_line fw-hhg 16384 "hierarchical hash grid <= 16 KiB"
 else
     skip "size table (no arm-none-eabi-size, llvm-size or rust-size)"
 fi
 if [[ -n "$NM_TOOL" ]]; then
-    for b in fw-uniform-sph fw-hhg; do
+    for b in fw-linked-sph fw-uniform-sph fw-hhg; do
         echo
         echo "largest functions of $b ($NM_TOOL --size-sort):"
         "$NM_TOOL" --size-sort -C -r --radix=d "target/$TARGET/release/$b" |

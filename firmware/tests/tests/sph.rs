@@ -227,6 +227,24 @@ mod tests {
             let e = fluid.state()[i * 50].density;
             assert!((d - e).abs() <= 1e-5 * d.abs(), "density {d} vs {e}");
         }
+        // The linked-list hash (the size report's `fw-linked-sph`) too.
+        type Linked = LinkedHash<Vec3, [Head; 1024], [LinkedParticle<Vec3>; N]>;
+        static LINKED: ConstStaticCell<Linked> = ConstStaticCell::new(LinkedHash::new(
+            [Head::EMPTY; 1024],
+            [LinkedParticle::EMPTY; N],
+        ));
+        let linked = LINKED.take();
+        let mut brute_x = [Vec3::ZERO; N];
+        brute_x[..fluid.len()].copy_from_slice(fluid.positions());
+        fill(fluid);
+        fluid.step(linked, &mut (), &mut ()).unwrap();
+        for (a, b) in brute_x.iter().zip(fluid.positions()) {
+            assert!(a.distance_squared(*b) < 1e-12, "{a:?} vs {b:?}");
+        }
+        for (i, d) in densities.iter().enumerate() {
+            let e = fluid.state()[i * 50].density;
+            assert!((d - e).abs() <= 1e-5 * d.abs(), "density {d} vs {e}");
+        }
     }
 
     #[test]

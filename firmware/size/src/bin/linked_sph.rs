@@ -1,0 +1,50 @@
+//! Size report: the SPH step (`sph::Fluid::step`, walls only) over the
+//! linked-list uniform hash (`uniform::LinkedHash`: per-particle links, no
+//! sort), in `static` arrays; otherwise as `fw-uniform-sph`.
+
+#![no_std]
+#![no_main]
+
+use core::hint::black_box;
+
+use cortex_m_rt::entry;
+use panic_halt as _;
+use spatium::sph::{Fluid, ParticleState, SphParams};
+use spatium::uniform::{Head, LinkedHash, LinkedParticle};
+use spatium::{Aabb3, Vec3};
+use static_cell::ConstStaticCell;
+
+const N: usize = 256;
+const SPACING: f32 = 0.025;
+const DOMAIN: Aabb3 = Aabb3 {
+    min: Vec3::ZERO,
+    max: Vec3::new(0.3, 0.3, 0.3),
+};
+/// The seed's table at spacing 0.025 (mass from `SphParams::lattice_mass`).
+const PARAMS: SphParams<Vec3> = spatium_fw_common::seed_params(DOMAIN, SPACING, 1.547_374_3e-5);
+
+// Each buffer is a `static` of its own, so the all-zero ones go to `.bss`;
+// buffers whose empty value is not all zeros (`Head::EMPTY`,
+// `LinkedParticle::EMPTY`) take `.data` (flash and RAM).
+static POSITIONS: ConstStaticCell<[Vec3; N]> = ConstStaticCell::new([Vec3::ZERO; N]);
+static STATE: ConstStaticCell<[ParticleState<Vec3>; N]> =
+    ConstStaticCell::new([ParticleState::EMPTY; N]);
+static TABLE: ConstStaticCell<[Head; 512]> = ConstStaticCell::new([Head::EMPTY; 512]);
+static LINKS: ConstStaticCell<[LinkedParticle<Vec3>; N]> =
+    ConstStaticCell::new([LinkedParticle::EMPTY; N]);
+
+#[entry]
+fn main() -> ! {
+    let mut fluid = Fluid::new(POSITIONS.take(), STATE.take(), PARAMS);
+    let mut hash = LinkedHash::new(TABLE.take(), LINKS.take());
+    let (fluid, hash) = (&mut fluid, &mut hash);
+    let block = Aabb3 {
+        min: Vec3::new(0.0, 0.1, 0.0),
+        max: black_box(Vec3::new(0.2, 0.2, 0.2)),
+    };
+    black_box(fluid.fill_block(block, SPACING, Vec3::ZERO).is_ok());
+    loop {
+        black_box(fluid.step(hash, &mut (), &mut ()).is_ok());
+        black_box(&fluid.positions()[0]);
+    }
+}
