@@ -67,6 +67,21 @@ impl<N, S: Storage<NeighborPair>> PairCache<N, S> {
         &self.inner
     }
 
+    /// The inner search, mutably. The recorded pairs are dropped, since a
+    /// change to the inner search could make them stale: until the next
+    /// [`build`](NeighborSearch::build), `for_each_pair` asks the inner
+    /// search.
+    pub fn inner_mut(&mut self) -> &mut N {
+        self.len = 0;
+        self.cached = false;
+        &mut self.inner
+    }
+
+    /// The inner search and the pair buffer, back.
+    pub fn into_inner(self) -> (N, S) {
+        (self.inner, self.pairs)
+    }
+
     /// `true` if the last build's pairs fit in the buffer.
     pub fn is_cached(&self) -> bool {
         self.cached

@@ -56,6 +56,25 @@ fn check<P: Point>() {
             assert!(c.build(&bad, sc.radius).is_err());
             assert_eq!(pairs_of(&c), want);
             c.validate().unwrap();
+            // Mutable access to the inner search drops the recording: a
+            // rebuild of the inner search with half the points is then what
+            // the cache answers, not the stale pairs.
+            let half = &sc.points[..n / 2];
+            c.inner_mut().build(half, sc.radius).unwrap();
+            assert!(!c.is_cached());
+            assert!(c.pairs().is_empty());
+            let mut fresh = make::cell_sorted::<P>(n, table);
+            fresh.build(half, sc.radius).unwrap();
+            assert_eq!(
+                pairs_of(&c),
+                pairs_of(&fresh),
+                "{}: after inner_mut",
+                sc.name
+            );
+            c.validate().unwrap();
+            let (back, buffer) = c.into_inner();
+            assert_eq!(back.len(), n / 2);
+            assert_eq!(buffer.len(), cap);
         }
     }
 }
