@@ -53,7 +53,7 @@ stage "miri: the core's only unsafe (ParticleState Pod impls) and the small sort
 # The nightly toolchain and Miri are installed if missing (about 1 min).
 # Miri is required: failing to install it fails the run.
 if ! rustup run nightly cargo miri --version >/dev/null 2>&1; then
-    rustup toolchain install nightly --profile minimal --component miri,rust-src
+    rustup toolchain install nightly --profile minimal --component miri,rust-src --allow-downgrade
 fi
 cargo +nightly miri test -p spatium --lib -- sph::layout sort::
 cargo +nightly miri test -p spatium --lib --target i686-unknown-linux-gnu -- sph::layout
