@@ -19,11 +19,10 @@ pub struct Head {
 }
 
 impl Head {
-    /// A never-used slot.
-    pub const EMPTY: Self = Self {
-        stamp: 0,
-        head: NIL,
-    };
+    /// A never-used slot. All zeros, so a `static` buffer of them lands in
+    /// `.bss` rather than `.data`: a slot is read only when its stamp equals
+    /// the hash's, which is never 0 once anything is stored.
+    pub const EMPTY: Self = Self { stamp: 0, head: 0 };
 }
 
 /// A particle of a [`LinkedHash`]: position, cell and list links.
@@ -37,12 +36,13 @@ pub struct LinkedParticle<P: Point> {
 }
 
 impl<P: Point> LinkedParticle<P> {
-    /// An unused entry.
+    /// An unused entry. All zeros (a `static` buffer of them lands in
+    /// `.bss`): entries past the stored particles are never read.
     pub const EMPTY: Self = Self {
         pos: P::ZERO,
         cell: P::CELL_ZERO,
-        next: NIL,
-        prev: NIL,
+        next: 0,
+        prev: 0,
     };
 }
 
@@ -164,7 +164,8 @@ where
     #[inline(always)]
     fn for_each_in_bucket(&self, c: P::Cell, mut f: impl FnMut(u32, &LinkedParticle<P>)) {
         let h = self.table.as_ref()[self.grid.bucket(c) as usize];
-        if h.stamp != self.stamp {
+        // Stamp 0: nothing was ever built, and every slot still reads 0.
+        if self.stamp == 0 || h.stamp != self.stamp {
             return;
         }
         let parts = self.particles.as_ref();

@@ -23,9 +23,9 @@ const DOMAIN: Aabb3 = Aabb3 {
 /// The seed's table at spacing 0.025 (mass from `SphParams::lattice_mass`).
 const PARAMS: SphParams<Vec3> = spatium_fw_common::seed_params(DOMAIN, SPACING, 1.547_374_3e-5);
 
-// Each buffer is a `static` of its own, so the all-zero ones go to `.bss`;
-// buffers whose empty value is not all zeros (`Head::EMPTY`,
-// `LinkedParticle::EMPTY`) take `.data` (flash and RAM).
+// Each buffer is a `static` of its own; every empty value here is all
+// zeros (`Head::EMPTY` and `LinkedParticle::EMPTY` included), so all of
+// them go to `.bss`: no flash for the buffers.
 static POSITIONS: ConstStaticCell<[Vec3; N]> = ConstStaticCell::new([Vec3::ZERO; N]);
 static STATE: ConstStaticCell<[ParticleState<Vec3>; N]> =
     ConstStaticCell::new([ParticleState::EMPTY; N]);
