@@ -219,3 +219,54 @@ fn memory_formulas() {
     assert_eq!(size_of::<spatium::BruteSlot<spatium::Aabb3>>(), 32);
     assert_eq!(size_of::<spatium::BruteSlot<spatium::Aabb2>>(), 24);
 }
+
+/// A structure that was never built answers nothing, refuses ids, validates
+/// and accepts an empty update: no query reads its table before the first
+/// build (where the stamp is still 0, like every empty slot's; `LinkedHash`
+/// relies on it for its all-zero `EMPTY` values).
+fn never_built<P: Point, S: NeighborSearch<P> + Validate>(label: &str, s: &S) {
+    s.validate().unwrap();
+    assert_eq!(s.len(), 0, "{label}");
+    assert!(collect_pairs(s).is_empty(), "{label}: pairs");
+    let mut found = 0;
+    for q in [
+        P::ZERO,
+        P::from_fn(|k| k as f32 * 0.3 - 0.2),
+        P::from_fn(|_| 1e5),
+    ] {
+        s.for_each_within(q, |_, _| found += 1).unwrap();
+    }
+    assert_eq!(found, 0, "{label}: within");
+    assert_eq!(
+        s.for_each_neighbor(0, |_, _| ()),
+        Err(Error::UnknownId { id: 0 }),
+        "{label}"
+    );
+    assert_eq!(s.position(0), None, "{label}");
+    let mut offsets = vec![0u32; 1];
+    assert_eq!(s.neighbor_lists(&mut offsets, &mut []), Ok(0), "{label}");
+}
+
+fn never_built_all<P: Point>() {
+    never_built::<P, _>("sorted", &make::cell_sorted::<P>(64, 256));
+    never_built::<P, _>("bucketed", &make::bucketed::<P, 8>(64, 256));
+    let mut linked = make::linked::<P>(64, 256);
+    never_built::<P, _>("linked", &linked);
+    assert_eq!(linked.update(&[]), Ok(0));
+    never_built::<P, _>("linked after update", &linked);
+    // Cleared after a build: the same answers.
+    let sc = fluid_block::<P>(4, 0.5, 0.3, 3);
+    linked.build(&sc.points, sc.radius).unwrap();
+    linked.clear();
+    never_built::<P, _>("linked cleared", &linked);
+}
+
+#[test]
+fn never_built_structures_answer_nothing_3d() {
+    never_built_all::<Vec3>();
+}
+
+#[test]
+fn never_built_structures_answer_nothing_2d() {
+    never_built_all::<Vec2>();
+}
