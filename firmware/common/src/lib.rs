@@ -228,3 +228,18 @@ pub const fn seed_params(domain: Aabb3, spacing: f32, mass: f32) -> SphParams<Ve
         particle_radius: 0.5 * spacing,
     }
 }
+
+/// Particle spacing of the SPH scene shared by the firmware tests, the stack
+/// workloads and the size binaries.
+pub const SPH_SPACING: f32 = 0.025;
+
+/// The walls of that scene: a 0.3 cube at the origin.
+pub const SPH_DOMAIN: Aabb3 = Aabb3 {
+    min: Vec3::ZERO,
+    max: Vec3::new(0.3, 0.3, 0.3),
+};
+
+/// [`seed_params`] of that scene with the mass `SphParams::seed(SPH_DOMAIN,
+/// SPH_SPACING)` computes (its lattice mass), for binaries that must not
+/// link the `f64` lattice sum.
+pub const SPH_PARAMS: SphParams<Vec3> = seed_params(SPH_DOMAIN, SPH_SPACING, 1.547_374_3e-5);

@@ -134,11 +134,8 @@ static MHASH: ConstStaticCell<MHash> = ConstStaticCell::new(MHash::new(
 /// SPH scene: 288 particles (8 × 6 × 6 at spacing 0.025) in a 0.3 box, a
 /// sphere obstacle behind the hierarchical hash grid.
 const FLUID_N: usize = 320;
-const SPACING: f32 = 0.025;
-const DOMAIN: Aabb3 = Aabb3 {
-    min: Vec3::ZERO,
-    max: Vec3::new(0.3, 0.3, 0.3),
-};
+const SPACING: f32 = crate::SPH_SPACING;
+const DOMAIN: Aabb3 = crate::SPH_DOMAIN;
 /// A valid placeholder until `set_params` (see the SPH test).
 const PARAMS: SphParams<Vec3> = crate::seed_params(DOMAIN, SPACING, 1.0);
 type SphFluid = Fluid<Vec3, [Vec3; FLUID_N], [ParticleState<Vec3>; FLUID_N]>;

@@ -37,11 +37,8 @@ mod tests {
 
     /// Particle capacity.
     const N: usize = 320;
-    const SPACING: f32 = 0.025;
-    const DOMAIN: Aabb3 = Aabb3 {
-        min: Vec3::ZERO,
-        max: Vec3::new(0.3, 0.3, 0.3),
-    };
+    const SPACING: f32 = spatium_fw_tests::common::SPH_SPACING;
+    const DOMAIN: Aabb3 = spatium_fw_tests::common::SPH_DOMAIN;
     /// 8 × 6 × 6 = 288 particles.
     const BLOCK: Aabb3 = Aabb3 {
         min: Vec3::new(0.0, 0.1, 0.0),

@@ -9,19 +9,13 @@ use core::hint::black_box;
 
 use cortex_m_rt::entry;
 use panic_halt as _;
-use spatium::sph::{Fluid, ParticleState, SphParams};
+use spatium::sph::{Fluid, ParticleState};
 use spatium::uniform::{Head, LinkedHash, LinkedParticle};
 use spatium::{Aabb3, Vec3};
+use spatium_fw_common::{SPH_PARAMS, SPH_SPACING};
 use static_cell::ConstStaticCell;
 
 const N: usize = 256;
-const SPACING: f32 = 0.025;
-const DOMAIN: Aabb3 = Aabb3 {
-    min: Vec3::ZERO,
-    max: Vec3::new(0.3, 0.3, 0.3),
-};
-/// The seed's table at spacing 0.025 (mass from `SphParams::lattice_mass`).
-const PARAMS: SphParams<Vec3> = spatium_fw_common::seed_params(DOMAIN, SPACING, 1.547_374_3e-5);
 
 // Each buffer is a `static` of its own; every empty value here is all
 // zeros (`Head::EMPTY` and `LinkedParticle::EMPTY` included), so all of
@@ -35,14 +29,14 @@ static LINKS: ConstStaticCell<[LinkedParticle<Vec3>; N]> =
 
 #[entry]
 fn main() -> ! {
-    let mut fluid = Fluid::new(POSITIONS.take(), STATE.take(), PARAMS);
+    let mut fluid = Fluid::new(POSITIONS.take(), STATE.take(), SPH_PARAMS);
     let mut hash = LinkedHash::new(TABLE.take(), LINKS.take());
     let (fluid, hash) = (&mut fluid, &mut hash);
     let block = Aabb3 {
         min: Vec3::new(0.0, 0.1, 0.0),
         max: black_box(Vec3::new(0.2, 0.2, 0.2)),
     };
-    black_box(fluid.fill_block(block, SPACING, Vec3::ZERO).is_ok());
+    black_box(fluid.fill_block(block, SPH_SPACING, Vec3::ZERO).is_ok());
     loop {
         black_box(fluid.step(hash, &mut (), &mut ()).is_ok());
         black_box(&fluid.positions()[0]);

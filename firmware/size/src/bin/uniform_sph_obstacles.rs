@@ -11,18 +11,13 @@ use core::hint::black_box;
 use cortex_m_rt::entry;
 use panic_halt as _;
 use spatium::sph::boundary::{Obstacle, Obstacles, Shape};
-use spatium::sph::{Fluid, ParticleState, SphParams};
+use spatium::sph::{Fluid, ParticleState};
 use spatium::uniform::{CellRecord, CellSortedHash, SortedParticle, TableSlot};
 use spatium::{Aabb3, BruteForceBroadPhase, BruteSlot, NeighborPair, PairCache, Vec3};
+use spatium_fw_common::{SPH_PARAMS, SPH_SPACING};
 use static_cell::ConstStaticCell;
 
 const N: usize = 256;
-const SPACING: f32 = 0.025;
-const DOMAIN: Aabb3 = Aabb3 {
-    min: Vec3::ZERO,
-    max: Vec3::new(0.3, 0.3, 0.3),
-};
-const PARAMS: SphParams<Vec3> = spatium_fw_common::seed_params(DOMAIN, SPACING, 1.547_374_3e-5);
 
 // One `static` per buffer: the all-zero ones go to `.bss`.
 static POSITIONS: ConstStaticCell<[Vec3; N]> = ConstStaticCell::new([Vec3::ZERO; N]);
@@ -40,7 +35,7 @@ static SLOTS: ConstStaticCell<[BruteSlot<Aabb3>; 4]> = ConstStaticCell::new([Bru
 
 #[entry]
 fn main() -> ! {
-    let mut fluid = Fluid::new(POSITIONS.take(), STATE.take(), PARAMS);
+    let mut fluid = Fluid::new(POSITIONS.take(), STATE.take(), SPH_PARAMS);
     let hash = CellSortedHash::new(TABLE.take(), SORTED.take(), RECORDS.take());
     let mut search = PairCache::new(hash, PAIRS.take());
     let mut solids = Obstacles::new(SHAPES.take(), BruteForceBroadPhase::new(SLOTS.take()));
@@ -49,7 +44,7 @@ fn main() -> ! {
         min: Vec3::new(0.0, 0.1, 0.0),
         max: black_box(Vec3::new(0.2, 0.2, 0.2)),
     };
-    black_box(fluid.fill_block(block, SPACING, Vec3::ZERO).is_ok());
+    black_box(fluid.fill_block(block, SPH_SPACING, Vec3::ZERO).is_ok());
     let sphere = Obstacle::fixed(Shape::Sphere {
         center: black_box(Vec3::new(0.1, 0.05, 0.1)),
         radius: 0.04,
