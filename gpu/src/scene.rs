@@ -5,7 +5,9 @@ use spatium::sph::source::Lattice;
 use spatium::sph::{ParticleState, SphParams};
 use spatium::{Aabb3, Vec3};
 
+use crate::context::Gpu;
 use crate::error::GpuError;
+use crate::fluid::{FluidConfig, GpuFluid};
 
 /// Parameters and initial particles, by id.
 #[derive(Clone, Debug)]
@@ -16,6 +18,23 @@ pub struct Scene {
     pub positions: Vec<Vec3>,
     /// Initial states (velocity zero).
     pub states: Vec<ParticleState<Vec3>>,
+}
+
+impl Scene {
+    /// The scene on the GPU: a [`GpuFluid`] holding exactly its particles.
+    ///
+    /// # Errors
+    /// [`GpuFluid::new`]'s errors.
+    pub fn fluid(&self, gpu: &Gpu, config: FluidConfig) -> Result<GpuFluid, GpuError> {
+        GpuFluid::new(
+            gpu,
+            self.params,
+            self.positions.len(),
+            &self.positions,
+            &self.states,
+            config,
+        )
+    }
 }
 
 /// `count` particles of the lattice of `spacing` filling a cube of side

@@ -7,7 +7,7 @@ use spatium::BruteForceNeighbors;
 use spatium::Vec3;
 use spatium::sph::{Fluid, Integrator, ParticleState};
 use spatium_gpu::scene::{self, Scene};
-use spatium_gpu::{FluidConfig, GpuFluid, SortKind};
+use spatium_gpu::{FluidConfig, SortKind};
 
 /// 12³ = 1728 particles at spacing 0.025 (h = 0.05), the seed's
 /// parameters, Δt = 0.005.
@@ -47,15 +47,7 @@ fn check(test: &str, integrator: Integrator, config: FluidConfig) {
     };
     let s = block(integrator);
     let (cpu_x, cpu_s) = common::cpu_run(&s, STEPS);
-    let mut fluid = GpuFluid::new(
-        &gpu,
-        s.params,
-        s.positions.len(),
-        &s.positions,
-        &s.states,
-        config,
-    )
-    .expect("GPU fluid");
+    let mut fluid = s.fluid(&gpu, config).expect("GPU fluid");
     fluid.step(STEPS).expect("GPU steps");
     let out = fluid.read_back().expect("read back");
     assert!(!out.diverged);

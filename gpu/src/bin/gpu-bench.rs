@@ -19,7 +19,7 @@ use spatium::uniform::{
     CellRecord, CellSortedHash, SortedParticle, TableSlot, table_len_with_factor,
 };
 use spatium_gpu::scene::{self, Scene};
-use spatium_gpu::{FluidConfig, Gpu, GpuError, GpuFluid, SortKind, Stage};
+use spatium_gpu::{FluidConfig, Gpu, GpuError, SortKind, Stage};
 
 const SPACING: f32 = 1.0 / 64.0;
 const DT: f32 = 0.0025;
@@ -85,19 +85,11 @@ struct GpuRun {
 }
 
 fn run_gpu(gpu: &Gpu, scene: &Scene, sort: SortKind, steps: u32) -> Result<GpuRun, GpuError> {
-    let n = scene.positions.len();
     let config = FluidConfig {
         sort,
         ..FluidConfig::default()
     };
-    let mut fluid = GpuFluid::new(
-        gpu,
-        scene.params,
-        n,
-        &scene.positions,
-        &scene.states,
-        config,
-    )?;
+    let mut fluid = scene.fluid(gpu, config)?;
     fluid.step(2)?;
     fluid.wait()?;
     let start = Instant::now();
@@ -115,8 +107,7 @@ fn run_gpu(gpu: &Gpu, scene: &Scene, sort: SortKind, steps: u32) -> Result<GpuRu
             timing: true,
             ..config
         };
-        let mut fluid =
-            GpuFluid::new(gpu, scene.params, n, &scene.positions, &scene.states, timed)?;
+        let mut fluid = scene.fluid(gpu, timed)?;
         fluid.step(steps.min(20))?;
         let t = fluid.stage_times();
         stages = Some(Stage::ALL.map(|s| t.ms_per_step(s)));

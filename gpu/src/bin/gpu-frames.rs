@@ -9,7 +9,7 @@
 use std::path::PathBuf;
 
 use spatium_gpu::render::render_density;
-use spatium_gpu::{FluidConfig, Gpu, GpuFluid, SortKind, scene};
+use spatium_gpu::{FluidConfig, Gpu, SortKind, scene};
 
 struct Args {
     particles: usize,
@@ -90,14 +90,7 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
         sort: args.sort,
         ..FluidConfig::default()
     };
-    let mut fluid = GpuFluid::new(
-        &gpu,
-        s.params,
-        s.positions.len(),
-        &s.positions,
-        &s.states,
-        config,
-    )?;
+    let mut fluid = s.fluid(&gpu, config)?;
     std::fs::create_dir_all(&args.out)?;
     for frame in 0..args.frames {
         if frame > 0 {
