@@ -41,7 +41,6 @@ if [[ -f "$LVP_ICD" ]]; then
     # much slower GL driver), and make the tests fail rather than skip.
     export VK_DRIVER_FILES="$LVP_ICD" WGPU_BACKEND=vulkan XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/tmp}"
     export REQUIRE_GPU=1
-    REQUIRE_GPU=1
     echo "pinned: VK_DRIVER_FILES=$VK_DRIVER_FILES WGPU_BACKEND=vulkan REQUIRE_GPU=1"
 else
     skip "lavapipe (mesa-vulkan-drivers) not available and cannot be installed: the GPU tests skip, no benchmark or frames"
