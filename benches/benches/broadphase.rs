@@ -60,25 +60,25 @@ fn bench(c: &mut Criterion) {
     bench_step("hhg", &mut |boxes| {
         g.update_all(boxes, UpdateStrategy::Incremental).unwrap();
         let mut n = 0u64;
-        g.for_each_pair(|_, _| n += 1).unwrap();
+        g.for_each_overlap(|_, _| n += 1).unwrap();
         n
     });
     bench_step("sap", &mut |boxes| {
         sap.update(boxes);
         let mut n = 0u64;
-        sap.for_each_pair(|_, _| n += 1);
+        sap.for_each_overlap(|_, _| n += 1);
         n
     });
     bench_step("parry-refit", &mut |boxes| {
         refit.refit(boxes);
         let mut n = 0u64;
-        refit.for_each_pair(|_, _| n += 1);
+        refit.for_each_overlap(|_, _| n += 1);
         n
     });
     bench_step("parry-rebuild", &mut |boxes| {
         rebuild.rebuild(boxes);
         let mut n = 0u64;
-        rebuild.for_each_pair(|_, _| n += 1);
+        rebuild.for_each_overlap(|_, _| n += 1);
         n
     });
     bench_step("brute", &mut |boxes| {
@@ -86,7 +86,7 @@ fn bench(c: &mut Criterion) {
             brute.update(i as u32, *b).unwrap();
         }
         let mut n = 0u64;
-        brute.for_each_pair(|_, _| n += 1).unwrap();
+        brute.for_each_overlap(|_, _| n += 1).unwrap();
         n
     });
     grp.finish();

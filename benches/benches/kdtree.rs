@@ -167,14 +167,14 @@ fn bench(c: &mut Criterion) {
         step_bench("parry-refit", &mut |bx| {
             bvh.refit(bx);
             let mut n = 0u64;
-            bvh.for_each_pair(|_, _| n += 1);
+            bvh.for_each_overlap(|_, _| n += 1);
             n
         });
         let mut sap = SweepAndPrune::new_sorted(&before);
         step_bench("sap", &mut |bx| {
             sap.update(bx);
             let mut n = 0u64;
-            sap.for_each_pair(|_, _| n += 1);
+            sap.for_each_overlap(|_, _| n += 1);
             n
         });
         let cfg = HhgConfig::DEFAULT;
@@ -185,7 +185,7 @@ fn bench(c: &mut Criterion) {
         step_bench("hhg", &mut |bx| {
             hhg.update_all(bx, UpdateStrategy::Incremental).unwrap();
             let mut n = 0u64;
-            hhg.for_each_pair(|_, _| n += 1).unwrap();
+            hhg.for_each_overlap(|_, _| n += 1).unwrap();
             n
         });
         g.finish();

@@ -128,7 +128,7 @@ impl<B: BoundingBox> SweepAndPrune<B> {
     /// Calls `f(a, b)` once for every pair of overlapping boxes (closed
     /// intervals: touching boxes overlap), `a` before `b` in sweep order
     /// (not necessarily `a < b`).
-    pub fn for_each_pair(&self, mut f: impl FnMut(u32, u32)) {
+    pub fn for_each_overlap(&self, mut f: impl FnMut(u32, u32)) {
         let s = &self.sorted[..];
         for (i, a) in s.iter().enumerate() {
             for c in &s[i + 1..] {
@@ -329,7 +329,7 @@ impl ParryBvh {
     /// intervals), in parry's traversal order and orientation (not
     /// necessarily `a < b`). Takes `&mut self` for parry's traversal stack,
     /// which lives in the workspace.
-    pub fn for_each_pair(&mut self, mut f: impl FnMut(u32, u32)) {
+    pub fn for_each_overlap(&mut self, mut f: impl FnMut(u32, u32)) {
         self.bvh
             .traverse_bvtt_single_tree::<false>(&mut self.workspace, &mut f);
     }
@@ -355,13 +355,13 @@ mod tests {
 
     fn sap_pairs<B: BoundingBox>(s: &SweepAndPrune<B>) -> Vec<(u32, u32)> {
         let mut v = Vec::new();
-        s.for_each_pair(|a, b| v.push((a, b)));
+        s.for_each_overlap(|a, b| v.push((a, b)));
         normalized(v)
     }
 
     fn bvh_pairs(s: &mut ParryBvh) -> Vec<(u32, u32)> {
         let mut v = Vec::new();
-        s.for_each_pair(|a, b| v.push((a, b)));
+        s.for_each_overlap(|a, b| v.push((a, b)));
         normalized(v)
     }
 

@@ -344,7 +344,7 @@ impl PoucholScene {
     pub fn detect<S: Scheme>(&self, h: &mut VecClassHash<S, Aabb3>, out: &mut Contacts) {
         let ns = self.sphere_boxes.len() as u32;
         let np = self.pos.len();
-        if BroadPhase::is_empty(h) {
+        if (BroadPhase::box_count(h) == 0) {
             for (i, b) in self.sphere_boxes.iter().enumerate() {
                 h.insert(i as u32, *b).expect("insert sphere");
             }

@@ -205,7 +205,7 @@ impl<B: BoundingBox, S: Storage<BruteSlot<B>>> BroadPhase<B> for BruteForceBroad
         self.slots.as_ref().len().min(u32::MAX as usize)
     }
 
-    fn len(&self) -> usize {
+    fn box_count(&self) -> usize {
         self.len
     }
 
@@ -259,7 +259,7 @@ impl<B: BoundingBox, S: Storage<BruteSlot<B>>> BroadPhase<B> for BruteForceBroad
         self.len = 0;
     }
 
-    fn for_each_pair<F: FnMut(u32, u32)>(&mut self, mut f: F) -> Result<(), Error> {
+    fn for_each_overlap<F: FnMut(u32, u32)>(&mut self, mut f: F) -> Result<(), Error> {
         let slots = self.slots.as_ref();
         for a in 0..self.len {
             let ia = slots[a].id;

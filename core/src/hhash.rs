@@ -596,7 +596,7 @@ pub struct HashStats {
 /// h.insert(0, Aabb2::new(Vec2::new(0.0, 0.0), Vec2::new(7.0, 7.0)).unwrap()).unwrap();
 /// h.insert(1, Aabb2::new(Vec2::new(6.5, 6.5), Vec2::new(7.2, 7.2)).unwrap()).unwrap();
 /// let mut pairs = 0;
-/// h.for_each_pair(|a, b| { assert_eq!(a + b, 1); pairs += 1 }).unwrap();
+/// h.for_each_overlap(|a, b| { assert_eq!(a + b, 1); pairs += 1 }).unwrap();
 /// assert_eq!(pairs, 1);
 /// ```
 #[derive(Clone, Debug)]
@@ -1556,7 +1556,7 @@ where
         self.slots.as_ref().len().min(MAX_ELEMENTS)
     }
 
-    fn len(&self) -> usize {
+    fn box_count(&self) -> usize {
         self.objects as usize
     }
 
@@ -1626,7 +1626,7 @@ where
         }
     }
 
-    fn for_each_pair<F: FnMut(u32, u32)>(&mut self, f: F) -> Result<(), Error> {
+    fn for_each_overlap<F: FnMut(u32, u32)>(&mut self, f: F) -> Result<(), Error> {
         self.for_each_candidate_pair(Candidates::Exact, f);
         Ok(())
     }

@@ -1313,7 +1313,7 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u
     /// Puts the occupied-cell records in key order (grid by grid, each
     /// grid's cells in memory order) and points the cells at them again, so
     /// that detection walks every grid front to back. `O(r log r)` for `r`
-    /// occupied cells; [`BroadPhase::for_each_pair`] calls it when an eighth
+    /// occupied cells; [`BroadPhase::for_each_overlap`] calls it when an eighth
     /// of the records are new or moved since the last time.
     pub fn sort_records(&mut self) {
         if !self.grid_mode {
@@ -1483,7 +1483,7 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u
         self.slots.as_ref().len().min(MAX_IDS as usize)
     }
 
-    fn len(&self) -> usize {
+    fn box_count(&self) -> usize {
         self.len as usize
     }
 
@@ -1578,7 +1578,7 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u
         self.unsorted = 0;
     }
 
-    fn for_each_pair<F: FnMut(u32, u32)>(&mut self, mut f: F) -> Result<(), Error> {
+    fn for_each_overlap<F: FnMut(u32, u32)>(&mut self, mut f: F) -> Result<(), Error> {
         if self.grid_mode {
             // Walk the cells in memory order once an eighth of the records
             // have been added or moved since the last sort.

@@ -3,13 +3,17 @@
 //! * [`NeighborSearch`]: fixed-radius neighbour search over particles (SPH).
 //!   Built from a slice of positions and a radius; particles are identified by
 //!   their index in that slice. Implemented by the uniform spatial hashes and
-//!   by [`crate::BruteForceNeighbors`]; later by hierarchical hashing.
+//!   by [`crate::BruteForceNeighbors`], [`crate::PairCache`] and hierarchical
+//!   hashing.
 //! * [`BroadPhase`]: collision broad phase over boxes identified by caller
 //!   chosen ids below the structure's capacity, with insert / update / remove
 //!   at any time, every overlapping pair reported exactly once, and box
-//!   queries. Implemented by [`crate::BruteForceBroadPhase`]; later by the
-//!   hierarchical hash grid, the linear kd-tree and (multilevel and
-//!   hierarchical) hashing.
+//!   queries. Implemented by [`crate::BruteForceBroadPhase`], the
+//!   hierarchical hash grid, the linear kd-tree's broad phase and (multilevel
+//!   and hierarchical) hashing.
+//!
+//! The two traits share no method name, so a type implementing both is used
+//! with plain method syntax while both are imported.
 //!
 //! # Conventions shared by all implementations
 //!
@@ -143,17 +147,34 @@ pub trait NeighborSearch<P: Point> {
 /// Ids are `u32` values below [`capacity`](Self::capacity); the structure
 /// keeps one slot per id, so insert, update and remove address the slot
 /// directly.
+///
+/// The method names never collide with [`NeighborSearch`]'s: a type
+/// implementing both (hierarchical hashing stores boxes and particles in one
+/// table) is called with plain method syntax with both traits imported.
+/// Broad-phase methods speak of boxes and overlaps
+/// ([`box_count`](Self::box_count), [`for_each_overlap`](Self::for_each_overlap)),
+/// neighbour-search methods of particles and pairs
+/// ([`NeighborSearch::len`], [`NeighborSearch::for_each_pair`]).
+///
+/// # Example
+///
+/// ```
+/// use spatium::{Aabb3, BroadPhase, BruteForceBroadPhase, BruteSlot, Vec3};
+///
+/// let mut bp = BruteForceBroadPhase::new([BruteSlot::<Aabb3>::EMPTY; 4]);
+/// bp.insert(0, Aabb3::new(Vec3::ZERO, Vec3::splat(1.0))).unwrap();
+/// bp.insert(1, Aabb3::new(Vec3::splat(0.5), Vec3::splat(2.0))).unwrap();
+/// bp.insert(2, Aabb3::new(Vec3::splat(5.0), Vec3::splat(6.0))).unwrap();
+/// let mut pairs = 0;
+/// bp.for_each_overlap(|a, b| { assert_eq!((a.min(b), a.max(b)), (0, 1)); pairs += 1 }).unwrap();
+/// assert_eq!((pairs, bp.box_count()), (1, 3));
+/// ```
 pub trait BroadPhase<B: BoundingBox> {
     /// Ids must be below this.
     fn capacity(&self) -> usize;
 
     /// Number of boxes stored.
-    fn len(&self) -> usize;
-
-    /// `true` if no box is stored.
-    fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
+    fn box_count(&self) -> usize;
 
     /// Stores `aabb` under `id`.
     ///
@@ -169,6 +190,36 @@ pub trait BroadPhase<B: BoundingBox> {
     /// As [`insert`](Self::insert), with [`Error::UnknownId`] for an id not
     /// stored; nothing changes on error.
     fn update(&mut self, id: u32, aabb: B) -> Result<(), Error>;
+
+    /// Replaces the boxes of many stored ids: for each `(id, aabb)` in order,
+    /// as [`update`](Self::update) (a repeated id ends with its last box).
+    ///
+    /// Every id and box is checked before anything changes, so an unknown id
+    /// or a bad box changes nothing. A structure-specific error found while
+    /// applying (a coordinate beyond the cell arithmetic, a full arena) stops
+    /// at that element: the updates before it are applied, it and the rest
+    /// are not, and nothing stored is lost.
+    ///
+    /// The provided implementation is `O(k)` calls of `update`; structures
+    /// with a cheaper bulk path override it.
+    ///
+    /// # Errors
+    /// As [`update`](Self::update).
+    fn update_many(&mut self, updates: &[(u32, B)]) -> Result<(), Error> {
+        for &(id, aabb) in updates {
+            if id as usize >= self.capacity() {
+                return Err(Error::IdOutOfRange { id });
+            }
+            if self.get(id).is_none() {
+                return Err(Error::UnknownId { id });
+            }
+            aabb.check()?;
+        }
+        for &(id, aabb) in updates {
+            self.update(id, aabb)?;
+        }
+        Ok(())
+    }
 
     /// Removes `id` and returns its box.
     ///
@@ -188,7 +239,7 @@ pub trait BroadPhase<B: BoundingBox> {
     /// # Errors
     /// Structures that build scratch data at detection time may report a full
     /// scratch buffer; the stored boxes are unaffected.
-    fn for_each_pair<F: FnMut(u32, u32)>(&mut self, f: F) -> Result<(), Error>;
+    fn for_each_overlap<F: FnMut(u32, u32)>(&mut self, f: F) -> Result<(), Error>;
 
     /// Calls `f(id)` once for every stored box overlapping `aabb`.
     ///

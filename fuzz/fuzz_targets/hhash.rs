@@ -487,7 +487,7 @@ fn check_one<S: Scheme, B: BoundingBox>(
     want: &[(u32, u32)],
 ) {
     h.validate().unwrap();
-    assert_eq!(BroadPhase::len(h), objects.iter().flatten().count());
+    assert_eq!(BroadPhase::box_count(h), objects.iter().flatten().count());
     for id in 0..IDS {
         match (h.get(id), objects.get(id as usize).copied().flatten()) {
             (Some(a), Some(b)) => assert!(same(&a, &b)),
@@ -496,7 +496,7 @@ fn check_one<S: Scheme, B: BoundingBox>(
         }
     }
     let mut got = Vec::new();
-    h.for_each_pair(|a, b| got.push((a.min(b), a.max(b))))
+    h.for_each_overlap(|a, b| got.push((a.min(b), a.max(b))))
         .unwrap();
     got.sort_unstable();
     assert_eq!(got, want, "{}", S::NAME);

@@ -366,7 +366,7 @@ struct World<B: BoundingBox> {
 
 fn sorted_pairs<B: BoundingBox>(g: &mut Hhg<B>, ctx: &dyn core::fmt::Debug) -> Vec<(u32, u32)> {
     let mut v = Vec::new();
-    g.for_each_pair(|a, b| v.push((a, b)))
+    g.for_each_overlap(|a, b| v.push((a, b)))
         .unwrap_or_else(|e| panic!("after {ctx:?}: for_each_pair: {e}"));
     assert!(
         v.iter().all(|&(a, b)| a != b),
@@ -467,8 +467,8 @@ impl<B: TestBox> World<B> {
             panic!("after {ctx:?}: {d}D: validate() failed: {c}");
         }
         let n = self.m.len();
-        assert_eq!(self.g.len(), n, "after {ctx:?}: {d}D: len");
-        assert_eq!(self.g.is_empty(), n == 0, "after {ctx:?}");
+        assert_eq!(self.g.box_count(), n, "after {ctx:?}: {d}D: len");
+        assert_eq!(self.g.box_count() == 0, n == 0, "after {ctx:?}");
         assert_eq!(self.g.capacity(), CAP, "after {ctx:?}");
         for id in 0..IDS {
             let want = self.m.boxes.get(id as usize).copied().flatten();
@@ -752,8 +752,8 @@ impl<B: TestBox> World<B> {
     fn op_pairs(&mut self) {
         let mut a = Vec::new();
         let mut b = Vec::new();
-        self.g.for_each_pair(|x, y| a.push((x, y))).unwrap();
-        self.g.for_each_pair(|x, y| b.push((x, y))).unwrap();
+        self.g.for_each_overlap(|x, y| a.push((x, y))).unwrap();
+        self.g.for_each_overlap(|x, y| b.push((x, y))).unwrap();
         assert_eq!(a, b, "for_each_pair not deterministic");
         for i in 0..CAP {
             if let Some(q) = self.m.boxes[i] {

@@ -399,7 +399,7 @@ struct World<B: BoundingBox, K: LocCode> {
 
 fn rebuilt_pairs<B: BoundingBox, K: LocCode>(bp: &mut Bp<B, K>) -> Result<Vec<(u32, u32)>, Error> {
     let mut v = Vec::new();
-    bp.for_each_pair(|a, b| v.push((a, b)))?;
+    bp.for_each_overlap(|a, b| v.push((a, b)))?;
     Ok(normalise(&v, true, "for_each_pair"))
 }
 
@@ -480,7 +480,7 @@ impl<B: TestBox, K: LocCode> World<B, K> {
 
     fn snapshot(&self) -> Snapshot<B, K> {
         Snapshot {
-            len: self.bp.len(),
+            len: self.bp.box_count(),
             gets: (0..IDS).map(|id| self.bp.get(id)).collect(),
             records: self.bp.tree().records().to_vec(),
             stats: self.bp.stats(),
@@ -493,8 +493,8 @@ impl<B: TestBox, K: LocCode> World<B, K> {
             panic!("after {ctx:?}: {d}D: validate() failed: {c}");
         }
         let n = self.len();
-        assert_eq!(self.bp.len(), n, "after {ctx:?}: {d}D: len");
-        assert_eq!(self.bp.is_empty(), n == 0);
+        assert_eq!(self.bp.box_count(), n, "after {ctx:?}: {d}D: len");
+        assert_eq!(self.bp.box_count() == 0, n == 0);
         assert_eq!(self.bp.capacity(), CAP);
         for id in 0..IDS {
             let want = self.boxes.get(id as usize).copied().flatten();
@@ -648,12 +648,12 @@ impl<B: TestBox, K: LocCode> World<B, K> {
 
     fn op_pairs(&mut self) -> Result<(), Error> {
         let mut a = Vec::new();
-        let r = self.bp.for_each_pair(|x, y| a.push((x, y)));
+        let r = self.bp.for_each_overlap(|x, y| a.push((x, y)));
         assert_eq!(r, self.refresh_result(), "for_each_pair");
         r?;
         self.dirty = false;
         let mut b = Vec::new();
-        self.bp.for_each_pair(|x, y| b.push((x, y))).unwrap();
+        self.bp.for_each_overlap(|x, y| b.push((x, y))).unwrap();
         assert_eq!(a, b, "for_each_pair not deterministic");
         let want = self.pairs();
         assert_eq!(normalise(&a, true, "pairs"), want);

@@ -73,7 +73,7 @@ pub fn overlapping_pairs<B: spatium::BoundingBox>(boxes: &[B]) -> Vec<(u32, u32)
 /// Sorted, normalised pairs of any broad phase.
 pub fn collect_box_pairs<B: spatium::BoundingBox, S: BroadPhase<B>>(s: &mut S) -> Vec<(u32, u32)> {
     let mut v = Vec::new();
-    s.for_each_pair(|i, j| v.push((i.min(j), i.max(j))))
+    s.for_each_overlap(|i, j| v.push((i.min(j), i.max(j))))
         .expect("pairs");
     v.sort_unstable();
     v

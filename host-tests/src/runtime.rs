@@ -357,8 +357,8 @@ impl<B: BoundingBox> BroadPhase<B> for AnyBroad<B> {
         with_broad!(self, b => BroadPhase::capacity(b))
     }
 
-    fn len(&self) -> usize {
-        with_broad!(self, b => BroadPhase::len(b))
+    fn box_count(&self) -> usize {
+        with_broad!(self, b => BroadPhase::box_count(b))
     }
 
     fn insert(&mut self, id: u32, aabb: B) -> Result<(), Error> {
@@ -381,8 +381,8 @@ impl<B: BoundingBox> BroadPhase<B> for AnyBroad<B> {
         with_broad!(self, b => BroadPhase::clear(b))
     }
 
-    fn for_each_pair<F: FnMut(u32, u32)>(&mut self, f: F) -> Result<(), Error> {
-        with_broad!(self, b => BroadPhase::for_each_pair(b, f))
+    fn for_each_overlap<F: FnMut(u32, u32)>(&mut self, f: F) -> Result<(), Error> {
+        with_broad!(self, b => BroadPhase::for_each_overlap(b, f))
     }
 
     fn query<F: FnMut(u32)>(&mut self, aabb: &B, f: F) -> Result<(), Error> {

@@ -116,7 +116,7 @@ proptest! {
                 Op::Clear => { bp.clear(); model.iter_mut().for_each(|m| *m = None); }
             }
             bp.validate().unwrap();
-            prop_assert_eq!(bp.len(), model.iter().filter(|m| m.is_some()).count());
+            prop_assert_eq!(bp.box_count(), model.iter().filter(|m| m.is_some()).count());
             for (i, m) in model.iter().enumerate() {
                 prop_assert_eq!(bp.get(i as u32), *m);
             }

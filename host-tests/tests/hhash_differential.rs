@@ -181,7 +181,7 @@ fn run_boxes<S: Scheme, B: BoundingBox>(
         check_pairs(&mut h, &model, &w);
         check_queries(&mut h, &model, &mut rng, &w);
     }
-    assert_eq!(BroadPhase::len(&h), model.iter().flatten().count());
+    assert_eq!(BroadPhase::box_count(&h), model.iter().flatten().count());
 }
 
 fn all_box_scenarios<S: Scheme, B: BoundingBox>(n: usize) {
@@ -384,7 +384,7 @@ fn particles_and_objects_share_one_table() {
         // A second build replaces the particles, keeps the objects.
         h.build(&particles[..600], r).unwrap();
         check_nns(&h, &particles[..600], r, "mixed nns 3");
-        assert_eq!(BroadPhase::len(&h), 150);
+        assert_eq!(BroadPhase::box_count(&h), 150);
         // Multilevel hashing shares its table the same way.
         let mut m = make::class_hash::<Multilevel, Aabb3>(150, table, entries, 1200, cfg);
         for (i, b) in boxes.iter().enumerate() {
@@ -506,7 +506,7 @@ fn errors_change_nothing() {
         bad.insert(0, unit(0.0)),
         Err(Error::InvalidTableLength { len: 100 })
     );
-    assert_eq!(BroadPhase::len(&bad), 0);
+    assert_eq!(BroadPhase::box_count(&bad), 0);
     bad.validate().unwrap();
     let mut zero = make::class_hash::<Multilevel, Aabb3>(4, 0, 16, 0, cfg);
     assert_eq!(

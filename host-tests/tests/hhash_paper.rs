@@ -258,7 +258,7 @@ fn large_boxes_are_subdivided() {
     got.sort_unstable();
     assert_eq!(got, vec![A, B]);
     let mut pairs = Vec::new();
-    h.for_each_pair(|a, b| pairs.push((a.min(b), a.max(b))))
+    h.for_each_overlap(|a, b| pairs.push((a.min(b), a.max(b))))
         .unwrap();
     assert_eq!(pairs, vec![(A, B)]);
 }

@@ -154,7 +154,7 @@ impl<B: BoundingBox> Model<B> {
 fn check<S: Scheme, B: TestBox>(h: &mut VecClassHash<S, B>, m: &Model<B>) -> TestCaseResult {
     h.validate()
         .map_err(|e| TestCaseError::fail(e.to_string()))?;
-    prop_assert_eq!(BroadPhase::len(h), m.objects.iter().flatten().count());
+    prop_assert_eq!(BroadPhase::box_count(h), m.objects.iter().flatten().count());
     for id in 0..IDS {
         let want = m.objects.get(id as usize).copied().flatten();
         prop_assert_eq!(
@@ -163,7 +163,7 @@ fn check<S: Scheme, B: TestBox>(h: &mut VecClassHash<S, B>, m: &Model<B>) -> Tes
         );
     }
     let mut got = Vec::new();
-    h.for_each_pair(|a, b| got.push((a.min(b), a.max(b))))
+    h.for_each_overlap(|a, b| got.push((a.min(b), a.max(b))))
         .unwrap();
     got.sort_unstable();
     prop_assert_eq!(got, m.pairs());

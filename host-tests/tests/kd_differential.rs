@@ -391,7 +391,7 @@ fn broad_phase_matches_brute_force() {
         assert_eq!(collect_box_pairs(&mut bp), want);
         bp.validate().unwrap();
         bp.clear();
-        assert_eq!(bp.len(), 0);
+        assert_eq!(bp.box_count(), 0);
         assert_eq!(collect_box_pairs(&mut bp), vec![]);
     }
 }

@@ -421,7 +421,7 @@ fn sorted_pairs<B: BoundingBox, K: LocCode>(
     what: &str,
 ) -> Result<Vec<(u32, u32)>, TestCaseError> {
     let mut v = Vec::new();
-    let r = bp.for_each_pair(|a, b| v.push((a, b)));
+    let r = bp.for_each_overlap(|a, b| v.push((a, b)));
     prop_assert_eq!(r, Ok(()), "{}: for_each_pair", what);
     normalise(&v, true, what)
 }
@@ -537,8 +537,7 @@ fn check<B: BoundingBox, K: LocCode>(bp: &Bp<B, K>, m: &Model<B>, s: &Setup<B>) 
         return Err(TestCaseError::fail(format!("validate: {c}")));
     }
     let n = m.len();
-    prop_assert_eq!(bp.len(), n);
-    prop_assert_eq!(bp.is_empty(), n == 0);
+    prop_assert_eq!(bp.box_count(), n);
     prop_assert_eq!(bp.capacity(), CAP);
     for id in 0..u32::from(IDS) {
         let want = m.boxes.get(id as usize).copied().flatten();
@@ -573,7 +572,7 @@ struct Snapshot<B, K> {
 fn snapshot<B: BoundingBox, K: LocCode>(bp: &Bp<B, K>) -> Result<Snapshot<B, K>, TestCaseError> {
     let mut c = bp.clone();
     Ok(Snapshot {
-        len: bp.len(),
+        len: bp.box_count(),
         gets: (0..u32::from(IDS)).map(|id| bp.get(id)).collect(),
         pairs: sorted_pairs(&mut c, "snapshot")?,
         records: bp.tree().records().to_vec(),
@@ -700,8 +699,8 @@ fn apply<B: TestBox, K: LocCode>(bp: &mut Bp<B, K>, m: &mut Model<B>, op: &Op) -
         Op::Pairs => {
             let mut a = Vec::new();
             let mut b = Vec::new();
-            bp.for_each_pair(|x, y| a.push((x, y))).unwrap();
-            bp.for_each_pair(|x, y| b.push((x, y))).unwrap();
+            bp.for_each_overlap(|x, y| a.push((x, y))).unwrap();
+            bp.for_each_overlap(|x, y| b.push((x, y))).unwrap();
             prop_assert_eq!(&a, &b, "for_each_pair not deterministic");
             let want = m.pairs();
             prop_assert_eq!(normalise(&a, true, "pairs")?, want.clone());
@@ -1476,7 +1475,7 @@ fn generators_cover_the_interesting_states() {
                     );
                 }
                 apply(&mut bp, &mut m, op).unwrap();
-                bp.for_each_pair(|_, _| {}).unwrap();
+                bp.for_each_overlap(|_, _| {}).unwrap();
                 let st = bp.stats();
                 split += st.split_elements;
                 if !reuse {

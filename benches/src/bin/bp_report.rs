@@ -77,7 +77,7 @@ impl Driver for Hhg {
     fn step(&mut self, boxes: &[Aabb3]) -> Pairs {
         self.g.update_all(boxes, self.strategy).expect("update");
         let mut p = Pairs::default();
-        self.g.for_each_pair(|a, b| p.add(a, b)).expect("pairs");
+        self.g.for_each_overlap(|a, b| p.add(a, b)).expect("pairs");
         p
     }
 }
@@ -92,7 +92,7 @@ impl Driver for Sap {
         let s = self.0.as_mut().expect("setup");
         s.update(boxes);
         let mut p = Pairs::default();
-        s.for_each_pair(|a, b| p.add(a, b));
+        s.for_each_overlap(|a, b| p.add(a, b));
         p
     }
 }
@@ -114,7 +114,7 @@ impl Driver for Parry {
             t.refit(boxes);
         }
         let mut p = Pairs::default();
-        t.for_each_pair(|a, b| p.add(a, b));
+        t.for_each_overlap(|a, b| p.add(a, b));
         p
     }
 }
@@ -132,7 +132,7 @@ impl Driver for Brute {
             self.0.update(i as u32, *b).expect("update");
         }
         let mut p = Pairs::default();
-        self.0.for_each_pair(|a, b| p.add(a, b)).expect("pairs");
+        self.0.for_each_overlap(|a, b| p.add(a, b)).expect("pairs");
         p
     }
 }

@@ -36,7 +36,7 @@ fn main() {
         let tu = t.elapsed().as_secs_f64() * 1e3;
         let t = Instant::now();
         let mut pairs = 0usize;
-        g.for_each_pair(|_, _| pairs += 1).unwrap();
+        g.for_each_overlap(|_, _| pairs += 1).unwrap();
         let td = t.elapsed().as_secs_f64() * 1e3;
         println!("step {step}: update {tu:.1} ms, detect {td:.1} ms, pairs {pairs}");
     }

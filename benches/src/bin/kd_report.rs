@@ -242,7 +242,7 @@ impl Driver for Hhg {
         g.update_all(boxes, UpdateStrategy::Incremental)
             .expect("update");
         let mut p = Pairs::default();
-        g.for_each_pair(|a, b| p.add(a, b)).expect("pairs");
+        g.for_each_overlap(|a, b| p.add(a, b)).expect("pairs");
         StepOut {
             pairs: p,
             phases: None,
@@ -263,7 +263,7 @@ impl Driver for Sap {
         let s = self.0.as_mut().expect("setup");
         s.update(boxes);
         let mut p = Pairs::default();
-        s.for_each_pair(|a, b| p.add(a, b));
+        s.for_each_overlap(|a, b| p.add(a, b));
         StepOut {
             pairs: p,
             phases: None,
@@ -307,7 +307,7 @@ impl Driver for Parry {
             t.refit(boxes);
         }
         let mut p = Pairs::default();
-        t.for_each_pair(|a, b| p.add(a, b));
+        t.for_each_overlap(|a, b| p.add(a, b));
         StepOut {
             pairs: p,
             phases: None,
@@ -334,7 +334,7 @@ impl Driver for Brute {
             b.update(i as u32, *x).expect("update");
         }
         let mut p = Pairs::default();
-        b.for_each_pair(|a, c| p.add(a, c)).expect("pairs");
+        b.for_each_overlap(|a, c| p.add(a, c)).expect("pairs");
         StepOut {
             pairs: p,
             phases: None,

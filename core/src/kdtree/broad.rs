@@ -59,7 +59,7 @@ impl<B: BoundingBox> BoxSource<B> for [KdSlot<B>] {
 /// bp.insert(3, Aabb2::new(Vec2::new(0.0, 0.0), Vec2::new(1.0, 1.0)).unwrap()).unwrap();
 /// bp.insert(7, Aabb2::new(Vec2::new(0.9, 0.9), Vec2::new(2.0, 2.0)).unwrap()).unwrap();
 /// let mut pairs = 0;
-/// bp.for_each_pair(|a, b| { assert_eq!(a + b, 10); pairs += 1 }).unwrap();
+/// bp.for_each_overlap(|a, b| { assert_eq!(a + b, 10); pairs += 1 }).unwrap();
 /// assert_eq!(pairs, 1);
 /// ```
 #[derive(Clone, Debug)]
@@ -146,7 +146,7 @@ impl<B: BoundingBox, K: LocCode, S: Storage<KdSlot<B>>, R: Storage<KdRecord<K>>>
         self.slots.as_ref().len().min(MAX_ELEMENTS)
     }
 
-    fn len(&self) -> usize {
+    fn box_count(&self) -> usize {
         self.len
     }
 
@@ -195,7 +195,7 @@ impl<B: BoundingBox, K: LocCode, S: Storage<KdSlot<B>>, R: Storage<KdRecord<K>>>
         self.dirty = false;
     }
 
-    fn for_each_pair<F: FnMut(u32, u32)>(&mut self, f: F) -> Result<(), Error> {
+    fn for_each_overlap<F: FnMut(u32, u32)>(&mut self, f: F) -> Result<(), Error> {
         self.for_each_candidate(Candidates::Exact, f)
     }
 

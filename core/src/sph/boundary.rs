@@ -580,7 +580,7 @@ impl<P: Point, B: BroadPhase<P::Aabb> + crate::error::Validate, S: Storage<Obsta
         self.broad_phase.validate()?;
         crate::error::ensure(self.len <= self.capacity(), W, "len within capacity")?;
         crate::error::ensure(
-            self.broad_phase.len() == self.len,
+            self.broad_phase.box_count() == self.len,
             W,
             "one box per obstacle",
         )?;

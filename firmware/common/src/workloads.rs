@@ -258,7 +258,7 @@ fn broad_ops<X: BroadPhase<Aabb3>>(
     .unwrap();
     let mut n = 0u32;
     fig(report, names[2], bounds[2], || {
-        bp.for_each_pair(|_, _| n += 1)
+        bp.for_each_overlap(|_, _| n += 1)
     })
     .unwrap();
     assert!(n > 0);

@@ -78,7 +78,7 @@ pub fn neighbor_pairs<P: Point, N: NeighborSearch<P>>(search: &N) -> PairSet {
 /// The overlapping pairs of a broad phase, summarised.
 pub fn broad_pairs<B: BoundingBox, X: BroadPhase<B>>(bp: &mut X) -> PairSet {
     let mut set = PairSet::EMPTY;
-    bp.for_each_pair(|a, b| set.add(a, b)).unwrap();
+    bp.for_each_overlap(|a, b| set.add(a, b)).unwrap();
     assert!(!set.self_pair, "a box paired with itself");
     set
 }

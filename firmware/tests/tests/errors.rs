@@ -255,7 +255,7 @@ mod tests {
         let before = broad_pairs(bp);
         assert_eq!(before, brute_box_pairs(&boxes[..C - 1]));
         let unchanged = |bp: &mut X| {
-            assert_eq!(bp.len(), C - 1);
+            assert_eq!(bp.box_count(), C - 1);
             assert_eq!(bp.get(3), Some(boxes[3]));
             assert_eq!(bp.get(last), None);
             assert_eq!(broad_pairs(bp), before);
@@ -302,7 +302,7 @@ mod tests {
         unchanged(bp);
         // The last id fills the store; one more id is refused.
         bp.insert(last, boxes[C - 1]).unwrap();
-        assert_eq!(bp.len(), C);
+        assert_eq!(bp.box_count(), C);
         assert_eq!(broad_pairs(bp), brute_box_pairs(&boxes));
         assert_eq!(bp.capacity(), C);
         bp.validate().unwrap();
@@ -351,7 +351,7 @@ mod tests {
         g.remove(0).unwrap();
         let far = Aabb3::new(Vec3::new(1.0e30, 0.0, 0.0), Vec3::new(1.0e30, 1.0, 1.0)).unwrap();
         assert_eq!(g.insert(0, far), Err(Error::OutOfRange));
-        assert_eq!(g.len(), C - 1);
+        assert_eq!(g.box_count(), C - 1);
         g.validate().unwrap();
         check_broad_errors(KD.take());
         check_broad_errors(MH.take());
@@ -376,7 +376,7 @@ mod tests {
             kd.insert(8, boxes[8]),
             Err(Error::CapacityExceeded { capacity: 8 })
         );
-        assert_eq!(kd.len(), 8);
+        assert_eq!(kd.box_count(), 8);
         assert_eq!(kd.get(8), None);
         assert_eq!(kd.get(7), Some(boxes[7]));
         assert_eq!(broad_pairs(kd), brute_box_pairs(&boxes[..8]));
@@ -416,7 +416,7 @@ mod tests {
         let (id, e) = refused.expect("the pool never filled");
         assert!(stored >= 1);
         assert_eq!(e, Error::CapacityExceeded { capacity: 64 });
-        assert_eq!(BroadPhase::len(h), stored);
+        assert_eq!(BroadPhase::box_count(h), stored);
         assert_eq!(h.get(id as u32), None);
         assert_eq!(h.get(0), Some(boxes[0]));
         assert_eq!(broad_pairs(h), brute_box_pairs(&boxes[..stored]));
@@ -434,7 +434,7 @@ mod tests {
             NeighborSearch::build(h, &pts, 0.5).unwrap();
             assert_eq!(NeighborSearch::len(h), 4);
         }
-        assert_eq!(BroadPhase::len(h), stored);
+        assert_eq!(BroadPhase::box_count(h), stored);
         h.validate().unwrap();
     }
 

@@ -181,7 +181,7 @@ mod tests {
         for (id, b) in boxes.iter().enumerate() {
             bp.insert(id as u32, *b).unwrap();
         }
-        assert_eq!(bp.len(), C);
+        assert_eq!(bp.box_count(), C);
         bp.validate().unwrap();
         let want = brute_box_pairs(&boxes);
         assert!(want.count > 20, "scene too sparse: {}", want.count);
@@ -204,14 +204,14 @@ mod tests {
             assert_eq!(bp.remove(id as u32).unwrap(), boxes[id]);
         }
         let keep = |i: usize| !i.is_multiple_of(3);
-        assert_eq!(bp.len(), C - C.div_ceil(3));
+        assert_eq!(bp.box_count(), C - C.div_ceil(3));
         assert_eq!(bp.get(0), None);
         assert_eq!(bp.get(1), Some(boxes[1]));
         bp.validate().unwrap();
         assert_eq!(broad_pairs(bp), brute_box_pairs_where(&boxes, keep));
         check_queries(bp, &boxes, keep);
         bp.clear();
-        assert_eq!(bp.len(), 0);
+        assert_eq!(bp.box_count(), 0);
         assert_eq!(broad_pairs(bp).count, 0);
         bp.validate().unwrap();
     }

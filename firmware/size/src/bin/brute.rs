@@ -52,7 +52,7 @@ fn main() -> ! {
             b.max += d;
             black_box(bp.update(id as u32, *b).is_ok());
         }
-        black_box(bp.for_each_pair(|_, _| pairs += 1).is_ok());
+        black_box(bp.for_each_overlap(|_, _| pairs += 1).is_ok());
         black_box(bp.query(&boxes[0], |_| pairs += 1).is_ok());
         black_box(pairs);
     }

@@ -61,7 +61,7 @@ fn main() -> ! {
             black_box(h.update(id as u32, *b).is_ok());
         }
         let mut pairs = 0u32;
-        black_box(BroadPhase::for_each_pair(h, |_, _| pairs += 1).is_ok());
+        black_box(BroadPhase::for_each_overlap(h, |_, _| pairs += 1).is_ok());
         if NeighborSearch::build(h, pts, radius).is_ok() {
             NeighborSearch::for_each_pair(h, |_, _, _| pairs += 1);
         }

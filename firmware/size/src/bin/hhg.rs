@@ -55,7 +55,7 @@ fn main() -> ! {
         let i = (rng.next() as usize) % C;
         black_box(g.update(i as u32, boxes[i]).is_ok());
         let mut pairs = 0u32;
-        black_box(g.for_each_pair(|_, _| pairs += 1).is_ok());
+        black_box(g.for_each_overlap(|_, _| pairs += 1).is_ok());
         let q = boxes[(rng.next() as usize) % C];
         black_box(g.query(&q, |_| pairs += 1).is_ok());
         if let Ok(b) = g.remove(i as u32) {

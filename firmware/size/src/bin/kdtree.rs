@@ -52,7 +52,7 @@ fn main() -> ! {
             black_box(kd.update(id as u32, *b).is_ok());
         }
         let mut pairs = 0u32;
-        black_box(kd.for_each_pair(|_, _| pairs += 1).is_ok());
+        black_box(kd.for_each_overlap(|_, _| pairs += 1).is_ok());
         let i = (rng.next() as usize) % C;
         black_box(kd.query(&boxes[i], |_| pairs += 1).is_ok());
         if let Ok(b) = kd.remove(i as u32) {
