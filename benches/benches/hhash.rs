@@ -4,7 +4,7 @@
 //! * `hhash-bp2d/1024`: 1024 objects of the §4.1 size distribution; one
 //!   query pass of 10 000 particle segments (exact candidates of each
 //!   segment's box, then the segment–box test), hierarchical and multilevel
-//!   hashing (`table_len_for(N)`, classes from the object sizes) against an
+//!   hashing (`table_len(N, SLOTS_PER_OBJECT)`, classes from the object sizes) against an
 //!   `rstar::RTree` (`locate_in_envelope_intersecting`); and the insert of
 //!   the 1024 objects (hash: `clear()` + inserts; rstar: bulk load).
 //! * `hhash-nns/20000`: 20 000 uniform points of the §4.1 neighbour test at
@@ -25,9 +25,8 @@ use rstar::primitives::{GeomWithData, Rectangle};
 use rstar::{AABB, RTree};
 use spatium::hhash::{
     Candidates, ClassHash, HashBucket, HashConfig, HashEntry, Hierarchical, Multilevel, Scheme,
-    table_len_for,
 };
-use spatium::uniform::table_len_with_factor;
+use spatium::table::{SLOTS_PER_OBJECT, table_len};
 use spatium::{Aabb2, BroadPhase, NeighborSearch, Vec2};
 use spatium_host_tests::make::{self, VecClassHash};
 use spatium_host_tests::pouchol::{
@@ -56,8 +55,13 @@ fn bp_hash<S: Scheme>(objects: &[Aabb2]) -> VecClassHash<S, Aabb2> {
         .chain([SEGMENT_MAX]);
     let config = HashConfig::from_sizes(1.0, sizes).unwrap();
     let pool = config.entries_for(objects, 0).unwrap() as usize;
-    let mut h =
-        make::class_hash::<S, Aabb2>(objects.len(), table_len_for(objects.len()), pool, 0, config);
+    let mut h = make::class_hash::<S, Aabb2>(
+        objects.len(),
+        table_len(objects.len(), SLOTS_PER_OBJECT),
+        pool,
+        0,
+        config,
+    );
     insert_all(&mut h, objects);
     h
 }
@@ -191,7 +195,7 @@ fn nns(c: &mut Criterion) {
     // π r² · density = MEAN_NEIGHBOURS.
     let density = POINTS as f64 / (SQUARE_NNS as f64 * SQUARE_NNS as f64);
     let r = (MEAN_NEIGHBOURS / (core::f64::consts::PI * density)).sqrt() as f32;
-    let table = table_len_with_factor(POINTS, 2);
+    let table = table_len(POINTS, 2);
     let mut hh: VecClassHash<Hierarchical, Aabb2> = ClassHash::for_particles(
         Vec::new(),
         vec![HashBucket::EMPTY; table],

@@ -1,7 +1,7 @@
 //! The sanity check run before any timing: every implementation must find
 //! spatium's number of pairs, up to the pairs that lie on the radius.
 
-use spatium::uniform::table_len_with_factor;
+use spatium::table::table_len;
 use spatium::{NeighborSearch, Vec3};
 use spatium_host_tests::make;
 
@@ -59,7 +59,7 @@ fn counts(points: &[Vec3], radius: f32) -> (u64, u64, u64) {
     let r2 = radius * radius;
     let lo = r2 * (1.0 - BAND);
     let hi = r2 * (1.0 + BAND);
-    let mut h = make::cell_sorted::<Vec3>(n, table_len_with_factor(n, TABLE_FACTOR));
+    let mut h = make::cell_sorted::<Vec3>(n, table_len(n, TABLE_FACTOR));
     // A slightly larger radius so that pairs just outside `r` are seen too.
     h.build(points, radius * (1.0 + 2.0 * BAND))
         .expect("reference build");

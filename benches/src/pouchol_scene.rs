@@ -212,7 +212,7 @@ impl PoucholScene {
         let (spheres, pos) = spheres_3d(SPHERES, particles, seed);
         let sphere_boxes = spheres.iter().map(Sphere::aabb).collect();
         let n = pos.len();
-        let nns = make::cell_sorted::<Vec3>(n, spatium::uniform::table_len_with_factor(n, 2));
+        let nns = make::cell_sorted::<Vec3>(n, spatium::table::table_len(n, 2));
         let paths = pos.iter().map(|&p| path_box(p, p)).collect();
         Self {
             spheres,
@@ -344,7 +344,7 @@ impl PoucholScene {
     pub fn detect<S: Scheme>(&self, h: &mut VecClassHash<S, Aabb3>, out: &mut Contacts) {
         let ns = self.sphere_boxes.len() as u32;
         let np = self.pos.len();
-        if (BroadPhase::box_count(h) == 0) {
+        if BroadPhase::box_count(h) == 0 {
             for (i, b) in self.sphere_boxes.iter().enumerate() {
                 h.insert(i as u32, *b).expect("insert sphere");
             }

@@ -17,7 +17,7 @@ use core::fmt;
 use kiddo::{ImmutableKdTree, SquaredEuclidean};
 use rstar::RTree;
 use rstar::primitives::GeomWithData;
-use spatium::uniform::{table_len_for, table_len_with_factor};
+use spatium::table::{SLOTS_PER_OBJECT, table_len};
 use spatium::{BruteForceNeighbors, NeighborSearch, Vec3};
 use spatium_host_tests::make::{self, VecBucket, VecCellSorted, VecLinked};
 use splashsurf_lib::Aabb3d;
@@ -64,9 +64,9 @@ impl fmt::Display for Metric {
 /// An implementation under test.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Imp {
-    /// spatium `CellSortedHash`, table of `table_len_with_factor(n, 2)`.
+    /// spatium `CellSortedHash`, table of `table_len(n, 2)`.
     Sorted,
-    /// spatium `CellSortedHash`, table of `table_len_for(n)` (100 × N).
+    /// spatium `CellSortedHash`, table of `table_len(n, SLOTS_PER_OBJECT)` (100 × N).
     Sorted100,
     /// spatium `BucketHash` with 64 slots per bucket, table of 2 × N.
     Bucket,
@@ -184,11 +184,11 @@ impl Runner {
     /// `linked-update` builds its hash here; a refused build is reported.
     pub fn new(imp: Imp, scene: &Scene) -> Result<Self, String> {
         let n = scene.n();
-        let t2 = table_len_with_factor(n, TABLE_FACTOR);
+        let t2 = table_len(n, TABLE_FACTOR);
         let state = match imp {
             Imp::Sorted => State::Sorted(Box::new(make::cell_sorted(n, t2)), Csr::default()),
             Imp::Sorted100 => State::Sorted(
-                Box::new(make::cell_sorted(n, table_len_for(n))),
+                Box::new(make::cell_sorted(n, table_len(n, SLOTS_PER_OBJECT))),
                 Csr::default(),
             ),
             Imp::Bucket => State::Bucket(Box::new(make::bucketed::<Vec3, BUCKET_K>(n, t2))),

@@ -2,7 +2,7 @@
 
 use core::fmt;
 
-use spatium::uniform::table_len_with_factor;
+use spatium::table::table_len;
 use spatium::{NeighborSearch, Vec3};
 use spatium_host_tests::{Rng, make, scenarios};
 use splashsurf_lib::nalgebra::Vector3;
@@ -112,7 +112,7 @@ impl Scene {
 /// [`CellSortedHash`]: spatium::uniform::CellSortedHash
 pub fn cell_order(points: &[Vec3], radius: f32) -> Vec<Vec3> {
     let n = points.len();
-    let mut hash = make::cell_sorted::<Vec3>(n, table_len_with_factor(n, TABLE_FACTOR));
+    let mut hash = make::cell_sorted::<Vec3>(n, table_len(n, TABLE_FACTOR));
     hash.build(points, radius).expect("fluid block builds");
     let mut out = vec![Vec3::ZERO; n];
     hash.reorder(points, &mut out).expect("same length");

@@ -24,7 +24,7 @@ use std::time::Instant;
 
 use spatium::hhash::{ClassHash, HashBucket, HashEntry, Hierarchical, Multilevel};
 use spatium::sph::{Fluid, ParticleState, SphParams, Stage, StageTimer};
-use spatium::uniform::table_len_with_factor;
+use spatium::table::table_len;
 use spatium::{
     Aabb3, BruteForceNeighbors, Error, NeighborPair, NeighborSearch, PairCache, Point, Vec3,
 };
@@ -142,7 +142,7 @@ impl SphScene {
                 got: added,
             });
         }
-        let mut hash = make::cell_sorted::<Vec3>(n, table_len_with_factor(n, TABLE_FACTOR));
+        let mut hash = make::cell_sorted::<Vec3>(n, table_len(n, TABLE_FACTOR));
         for _ in 0..WARM_STEPS {
             fluid.step(&mut hash, &mut (), &mut ())?;
         }
@@ -197,20 +197,20 @@ impl SphScene {
 /// A neighbour search under test.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Structure {
-    /// `uniform::CellSortedHash`, table `table_len_with_factor(N, 2)`.
+    /// `uniform::CellSortedHash`, table `table_len(N, 2)`.
     Sorted,
     /// [`Structure::Sorted`] behind `spatium::PairCache` with
     /// [`PAIRS_PER_PARTICLE`] slots per particle: the pairs are recorded once
     /// per build and replayed by the solver's three walks per evaluation.
     SortedCached,
-    /// `uniform::LinkedHash`, table `table_len_with_factor(N, 2)`.
+    /// `uniform::LinkedHash`, table `table_len(N, 2)`.
     Linked,
     /// `uniform::BucketHash` with 64 slots per bucket, table
-    /// `table_len_with_factor(N, 2)`.
+    /// `table_len(N, 2)`.
     Bucket,
     /// `hhash::HierarchicalHash` built by `ClassHash::for_particles`
     /// (smallest class = the radius, no pruning levels), table
-    /// `table_len_with_factor(N, 2)`.
+    /// `table_len(N, 2)`.
     Hierarchical,
     /// [`Structure::Hierarchical`] behind `spatium::PairCache`.
     HierarchicalCached,
@@ -336,7 +336,7 @@ fn class_hash<S: spatium::hhash::Scheme>(n: usize, table: usize) -> Box<VecHash3
 impl Search {
     /// `structure` with buffers for `n` particles (not timed).
     pub fn new(structure: Structure, n: usize) -> Self {
-        let table = table_len_with_factor(n, TABLE_FACTOR);
+        let table = table_len(n, TABLE_FACTOR);
         match structure {
             Structure::Sorted => Search::Sorted(Box::new(make::cell_sorted(n, table))),
             Structure::SortedCached => {

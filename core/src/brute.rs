@@ -7,11 +7,11 @@
 
 use core::marker::PhantomData;
 
+use crate::cell::check_radius;
 use crate::error::{Corruption, Error, Validate, ensure};
 use crate::geom::{BoundingBox, Point};
 use crate::storage::Storage;
 use crate::traits::{BroadPhase, NeighborSearch};
-use crate::uniform::check_radius;
 
 /// All-pairs neighbour search: `O(N)` per particle query, `O(N²)` for pairs.
 ///

@@ -17,8 +17,12 @@ pub enum Error {
     /// The radius (or cell size) is not finite, not positive, or so small or
     /// large that the cell arithmetic cannot represent it.
     InvalidRadius,
-    /// A coordinate lies farther from the structure's origin than its cell
-    /// arithmetic can represent exactly (see [`crate::uniform::MAX_CELL_INDEX`]).
+    /// A coordinate lies farther from the structure's origin (in cells)
+    /// than its cell arithmetic represents exactly. Each structure documents
+    /// its limit: [`crate::cell::MAX_UNIFORM_CELLS`] for the uniform grid,
+    /// [`crate::hhg::HHG_RANGE_CELLS`] for the hierarchical hash grid,
+    /// [`crate::hhash::HHASH_RANGE_CELLS`] for hierarchical hashing, the root box for
+    /// the kd-tree.
     OutOfRange,
     /// More elements than the structure's storage holds.
     CapacityExceeded {
@@ -60,7 +64,20 @@ pub enum Error {
         id: u32,
     },
     /// A configuration value is outside its documented range.
-    InvalidConfig,
+    InvalidConfig {
+        /// The configuration field (or argument) that was refused.
+        field: &'static str,
+    },
+    /// A query from a shared reference found the table out of date with the
+    /// stored boxes (call the structure's `&mut` refresh first); nothing is
+    /// wrong with the configuration.
+    StaleTable,
+    /// The buffers given to a constructor do not fit together (a length
+    /// relation between them, or a table length, is broken).
+    InvalidStorage {
+        /// Which relation is broken.
+        what: &'static str,
+    },
     /// A solid shape is degenerate: a sphere without a positive radius or a
     /// triangle without area.
     InvalidShape,
@@ -102,9 +119,16 @@ impl fmt::Display for Error {
             Self::IdOutOfRange { id } => write!(f, "id {id} is not below the capacity"),
             Self::DuplicateId { id } => write!(f, "id {id} is already stored"),
             Self::UnknownId { id } => write!(f, "id {id} is not stored"),
-            Self::InvalidConfig => {
-                f.write_str("a configuration value is out of its documented range")
+            Self::InvalidConfig { field } => {
+                write!(
+                    f,
+                    "configuration value `{field}` is out of its documented range"
+                )
             }
+            Self::StaleTable => f.write_str(
+                "the table is out of date with the stored boxes: refresh it through a &mut call",
+            ),
+            Self::InvalidStorage { what } => write!(f, "storage buffers do not fit: {what}"),
             Self::InvalidShape => {
                 f.write_str("a shape is degenerate (radius <= 0 or a triangle without area)")
             }

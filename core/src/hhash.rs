@@ -84,25 +84,21 @@
 //! Particles have a single entry; a neighbour is reported from the cell that
 //! holds it. Cell coordinates come from monotone `f32` arithmetic, so the
 //! cells of a query box's corners bound the cells of everything overlapping
-//! it, with no margin and no range limit beyond [`MAX_CELL`] base cells from
+//! it, with no margin and no range limit beyond [`HHASH_RANGE_CELLS`] base cells from
 //! the origin.
 
 use core::marker::PhantomData;
 
+use crate::cell::floor_i32;
 use crate::error::{Corruption, Error, Validate, ensure};
 use crate::geom::{BoundingBox, Point};
 use crate::storage::Storage;
 use crate::traits::{BroadPhase, NeighborSearch};
-use crate::uniform::floor_i32;
 
 /// Largest class level: classes have sizes `base · 2^0` to `base · 2^30`.
 pub const MAX_LEVEL: u32 = 30;
 
-/// Largest distance from the origin, in base cells, of a stored coordinate
-/// on any axis (2³⁰). Coordinates beyond it are refused with
-/// [`Error::OutOfRange`]; query boxes are clamped to it, which is exact
-/// because nothing is stored beyond it.
-pub const MAX_CELL: f32 = (1u32 << 30) as f32;
+pub use crate::cell::HHASH_RANGE_CELLS;
 
 /// Largest number of objects or particles (ids use 31 bits).
 pub const MAX_ELEMENTS: usize = 1 << 31;
@@ -123,14 +119,6 @@ pub const INSPECT_LIMIT: u64 = 1 << 26;
 /// instead: a cell visit (hash, random bucket read) costs several times a
 /// sequential slot test.
 pub const SCAN_FACTOR: u64 = 16;
-
-/// Table length for `elements` polygons or objects by the paper's guidance
-/// (§4.3): about 100 buckets each, rounded up to a power of two (at most
-/// 2³¹). The paper found the false candidates of hash collisions negligible
-/// at this length.
-pub const fn table_len_for(elements: usize) -> usize {
-    crate::uniform::table_len_with_factor(elements, 100)
-}
 
 mod sealed {
     pub trait Sealed {}
@@ -206,7 +194,7 @@ impl<P: Point> HashConfig<P> {
             return Err(Error::InvalidRadius);
         }
         if levels >> (MAX_LEVEL + 1) != 0 {
-            return Err(Error::InvalidConfig);
+            return Err(Error::InvalidConfig { field: "levels" });
         }
         Ok(Self {
             base,
@@ -324,11 +312,11 @@ impl<P: Point> HashConfig<P> {
         Ok(n)
     }
 
-    /// Base-cell coordinate along `axis`, clamped to `±MAX_CELL`
+    /// Base-cell coordinate along `axis`, clamped to `±HHASH_RANGE_CELLS`
     /// (monotone in `x`).
     #[inline(always)]
     fn base_t(&self, x: f32, axis: usize) -> f32 {
-        ((x - self.origin.coord(axis)) * self.inv_base).clamp(-MAX_CELL, MAX_CELL)
+        ((x - self.origin.coord(axis)) * self.inv_base).clamp(-HHASH_RANGE_CELLS, HHASH_RANGE_CELLS)
     }
 
     /// Base cell of a point, clamped.
@@ -347,13 +335,13 @@ impl<P: Point> HashConfig<P> {
         (self.base_cell(b.min()), self.base_cell(b.max()))
     }
 
-    /// Base cells of a stored point: refused beyond `MAX_CELL`.
+    /// Base cells of a stored point: refused beyond `HHASH_RANGE_CELLS`.
     #[inline(always)]
     fn stored_cell(&self, p: P) -> Result<[i32; 3], Error> {
         let mut c = [0; 3];
         for (k, ck) in c.iter_mut().enumerate().take(P::DIM) {
             let t = (p.coord(k) - self.origin.coord(k)) * self.inv_base;
-            if t.is_nan() || t.abs() >= MAX_CELL {
+            if t.is_nan() || t.abs() >= HHASH_RANGE_CELLS {
                 return Err(Error::OutOfRange);
             }
             *ck = floor_i32(t);
@@ -374,7 +362,7 @@ fn level_for(e: f32) -> u32 {
     if e <= 1.0 || e.is_nan() {
         return 0;
     }
-    if e > MAX_CELL {
+    if e > HHASH_RANGE_CELLS {
         return 31;
     }
     let bits = e.to_bits();
@@ -708,7 +696,7 @@ where
     /// At first use: checks the table length and sweeps the table.
     fn ready(&mut self) -> Result<(), Error> {
         if self.stamp == 0 {
-            let mask = crate::uniform::table_mask(self.table.as_ref().len())?;
+            let mask = crate::table::table_mask(self.table.as_ref().len())?;
             self.shift = 32 - mask.count_ones();
             self.new_step();
         }
@@ -724,7 +712,7 @@ where
     /// next query.
     ///
     /// # Errors
-    /// [`Error::OutOfRange`] if a stored element lies beyond [`MAX_CELL`]
+    /// [`Error::OutOfRange`] if a stored element lies beyond [`HHASH_RANGE_CELLS`]
     /// under the new configuration, [`Error::CapacityExceeded`] if the pool
     /// cannot hold the stored elements under it; nothing changes on error.
     pub fn set_config(&mut self, config: HashConfig<B::Point>) -> Result<(), Error> {
@@ -743,7 +731,7 @@ where
     /// (saturating).
     ///
     /// # Errors
-    /// [`Error::OutOfRange`] for an object beyond [`MAX_CELL`] under it.
+    /// [`Error::OutOfRange`] for an object beyond [`HHASH_RANGE_CELLS`] under it.
     fn objects_need(&self, config: &HashConfig<B::Point>) -> Result<u64, Error> {
         let mut need = 0u64;
         for s in self.slots.as_ref() {
@@ -830,7 +818,7 @@ where
     /// empty pool.
     fn new_step(&mut self) {
         let table = self.table.as_mut();
-        crate::uniform::advance_stamp(&mut self.stamp, || table.fill(HashBucket::EMPTY));
+        crate::table::advance_stamp(&mut self.stamp, || table.fill(HashBucket::EMPTY));
         if self.stamp > STAMP_MASK {
             table.fill(HashBucket::EMPTY);
             self.stamp = 1;
@@ -1226,15 +1214,15 @@ where
 
     /// Like [`for_each_candidate`](Self::for_each_candidate) on a table that
     /// is up to date (after [`rehash`](Self::rehash) or any `&mut` query),
-    /// from a shared reference; `Err(InvalidConfig)` if it is stale.
+    /// from a shared reference; `Err(StaleTable)` if it is stale.
     ///
     /// # Errors
     /// As [`for_each_candidate`](Self::for_each_candidate), and
-    /// [`Error::InvalidConfig`] on a stale table.
+    /// [`Error::StaleTable`] on a stale table.
     pub fn candidates<F: FnMut(u32)>(&self, q: &B, mode: Candidates, f: F) -> Result<(), Error> {
         q.check()?;
         if self.stale {
-            return Err(Error::InvalidConfig);
+            return Err(Error::StaleTable);
         }
         self.candidates_in(q, 0, mode, |_, _| true, f);
         Ok(())
@@ -1655,7 +1643,7 @@ where
     /// [`Error::CapacityExceeded`] (particle buffer or pool); nothing changes
     /// on error.
     fn build(&mut self, positions: &[B::Point], radius: f32) -> Result<(), Error> {
-        crate::uniform::check_radius(radius)?;
+        crate::cell::check_radius(radius)?;
         let n = positions.len();
         if n > self.particles.as_ref().len() || n >= MAX_ELEMENTS {
             return Err(Error::CapacityExceeded {

@@ -30,11 +30,11 @@
 
 use core::marker::PhantomData;
 
+use crate::cell::floor_i32;
 use crate::error::{Corruption, Error, Validate, ensure};
 use crate::geom::{BoundingBox, Point};
 use crate::storage::Storage;
 use crate::traits::BroadPhase;
-use crate::uniform::floor_i32;
 
 /// Levels of the hierarchy: cell sizes `c₀·fᵏ` for `k` in `-15..15`, where
 /// `c₀` is fixed by the first box and `f` is the hierarchy factor.
@@ -42,10 +42,7 @@ pub const LEVELS: usize = 30;
 /// The level of the first box's grid.
 const BASE_LEVEL: usize = 15;
 
-/// Coordinates must satisfy `|x| / cell size < 2²⁰` in the grid a box goes to
-/// (the paper's eq. 3.2.2 for `f32`, with margin): beyond that, `f32`
-/// rounding could move a box by a whole cell.
-pub const MAX_CELL_COORD: f32 = 1_048_576.0;
+pub use crate::cell::HHG_RANGE_CELLS;
 
 /// Bits of a key for the cell index inside a grid.
 const LOCAL_BITS: u32 = 27;
@@ -175,7 +172,9 @@ impl HhgConfig {
     /// cross-grid stencil exact under `f32` rounding).
     pub const fn with_hierarchy_factor(mut self, factor: f32) -> Result<Self, Error> {
         if !(factor >= 1.25 && factor <= 64.0) {
-            return Err(Error::InvalidConfig);
+            return Err(Error::InvalidConfig {
+                field: "hierarchy_factor",
+            });
         }
         self.factor = factor;
         Ok(self)
@@ -187,7 +186,7 @@ impl HhgConfig {
     /// [`Error::InvalidConfig`] outside that range or NaN.
     pub const fn with_density(mut self, density: f32) -> Result<Self, Error> {
         if !(density > 0.0 && density <= 1024.0) {
-            return Err(Error::InvalidConfig);
+            return Err(Error::InvalidConfig { field: "density" });
         }
         self.density = density;
         Ok(self)
@@ -200,7 +199,9 @@ impl HhgConfig {
     /// [`Error::InvalidConfig`] outside `2..=9`.
     pub const fn with_initial_cells_log2(mut self, log2: u8) -> Result<Self, Error> {
         if log2 < 2 || log2 > 9 {
-            return Err(Error::InvalidConfig);
+            return Err(Error::InvalidConfig {
+                field: "initial_cells_log2",
+            });
         }
         self.initial_log2 = log2;
         Ok(self)
@@ -495,7 +496,7 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u
     }
 
     /// Whether `b` spans at most two cells per axis at level `i`, with every
-    /// coordinate within [`MAX_CELL_COORD`] cells. `Err` for out of range.
+    /// coordinate within [`HHG_RANGE_CELLS`] cells. `Err` for out of range.
     #[inline(always)]
     fn fits(&self, i: usize, b: &B) -> Result<bool, Error> {
         let inv = self.levels[i].inv;
@@ -504,7 +505,7 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u
         for k in 0..Self::D {
             let t = lo.coord(k) * inv;
             let u = hi.coord(k) * inv;
-            if !(t.abs() < MAX_CELL_COORD && u.abs() < MAX_CELL_COORD) {
+            if !(t.abs() < HHG_RANGE_CELLS && u.abs() < HHG_RANGE_CELLS) {
                 return Err(Error::OutOfRange);
             }
             ok &= floor_i32(u) - floor_i32(t) <= 1;
@@ -524,7 +525,7 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u
 
     /// The ideal level of `b`: the first usable level whose cells are larger
     /// than `b`, in which `b` spans at most two cells per axis and its
-    /// coordinates are within [`MAX_CELL_COORD`] cells (a box too far out
+    /// coordinates are within [`HHG_RANGE_CELLS`] cells (a box too far out
     /// for its size's level goes up to a level of larger cells). `None` if
     /// too large for every level; [`Error::OutOfRange`] if no level can
     /// represent its coordinates.

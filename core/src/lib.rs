@@ -74,6 +74,7 @@
 #![warn(clippy::std_instead_of_core, clippy::alloc_instead_of_core)]
 
 pub mod brute;
+pub mod cell;
 mod csr;
 pub mod error;
 pub mod geom;
@@ -84,6 +85,7 @@ mod pair_cache;
 mod sort;
 pub mod sph;
 pub mod storage;
+pub mod table;
 pub mod traits;
 pub mod uniform;
 

@@ -48,7 +48,7 @@ const MAX_MOVES: usize = 16;
 const FACTORS: [f32; 6] = [2.0, 1.25, 8.0, 1.5, 3.0, 64.0];
 const DENSITIES: [f32; 5] = [0.125, 1.0, 4.0, 0.01, 1024.0];
 const ARENAS: [usize; 5] = [0, 100, 1000, 5000, 50000];
-/// Range limit of a grid in cells (`hhg::MAX_CELL_COORD`).
+/// Range limit of a grid in cells (`hhg::HHG_RANGE_CELLS`).
 const LIMIT: f64 = 1_048_576.0;
 /// Levels below and above the first box's level.
 const LEVELS_BELOW: i32 = 15;

@@ -329,7 +329,13 @@ fn make_config<B: TestBox, K: LocCode>(c: &CfgIn) -> (KdConfig<B>, u32) {
         let g = c.split - 1;
         let r = cfg.with_split(Split::Volume { min_gain_log2: g });
         if g > 32 {
-            assert_eq!(r, Err(Error::InvalidConfig), "with_split gain {g}");
+            assert_eq!(
+                r,
+                Err(Error::InvalidConfig {
+                    field: "split.min_gain_log2"
+                }),
+                "with_split gain {g}"
+            );
         } else {
             cfg = r.unwrap();
             assert_eq!(cfg.split(), Split::Volume { min_gain_log2: g });
@@ -363,7 +369,9 @@ fn make_config<B: TestBox, K: LocCode>(c: &CfgIn) -> (KdConfig<B>, u32) {
             let (lo, hi) = corners(&root);
             let want = match box_error(&root) {
                 Some(e) => Err(e),
-                None if (0..dim::<B>()).any(|k| lo[k] >= hi[k]) => Err(Error::InvalidConfig),
+                None if (0..dim::<B>()).any(|k| lo[k] >= hi[k]) => {
+                    Err(Error::InvalidConfig { field: "root" })
+                }
                 None => Ok(()),
             };
             assert_eq!(r.map(|_| ()), want, "with_root({root:?})");
@@ -472,7 +480,7 @@ impl<B: TestBox, K: LocCode> World<B, K> {
     /// change is pending.
     fn refresh_result(&self) -> Result<(), Error> {
         if self.dirty && self.bad_bits {
-            Err(Error::InvalidConfig)
+            Err(Error::InvalidConfig { field: "bits" })
         } else {
             Ok(())
         }
@@ -775,7 +783,7 @@ impl<B: TestBox, K: LocCode> World<B, K> {
         let want = match boxes.iter().find_map(box_error) {
             Some(e) => Err(e),
             None if boxes.len() > cap => Err(Error::CapacityExceeded { capacity: cap }),
-            None if self.tree_bad_bits => Err(Error::InvalidConfig),
+            None if self.tree_bad_bits => Err(Error::InvalidConfig { field: "bits" }),
             None => Ok(()),
         };
         let r = self.tree.build(&boxes);

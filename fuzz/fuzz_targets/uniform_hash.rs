@@ -25,7 +25,7 @@ use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use spatium::uniform::{
     Bucket, BucketHash, BucketParticle, CELL_MARGIN, CellRecord, CellSortedHash, Head, LinkedHash,
-    LinkedParticle, MAX_CELL_INDEX, SortedParticle, TableSlot,
+    LinkedParticle, SortedParticle, TableSlot, UNIFORM_RANGE_CELLS,
 };
 use spatium::{BruteForceNeighbors, Error, NeighborSearch, Point, Validate, Vec2, Vec3};
 
@@ -41,7 +41,7 @@ const K: usize = 4;
 /// Table lengths to choose from (all powers of two, all small).
 const TABLE_LENS: [usize; 8] = [8, 16, 1, 2, 4, 8, 16, 64];
 /// Grid range limit in cells.
-const LIMIT: f64 = MAX_CELL_INDEX as f64;
+const LIMIT: f64 = UNIFORM_RANGE_CELLS as f64;
 /// Initial contents of the output buffers given to `neighbor_lists`.
 const SENTINEL: u32 = 0xDEAD_BEEF;
 
@@ -165,7 +165,7 @@ impl Coord {
             Coord::Special(k) => SPECIAL_COORDS[usize::from(k) % SPECIAL_COORDS.len()],
             Coord::Edge(neg, double, off) => {
                 let cell = radius * CELL_MARGIN;
-                let l = MAX_CELL_INDEX as f32 * cell * if double { 2.0 } else { 1.0 };
+                let l = UNIFORM_RANGE_CELLS as f32 * cell * if double { 2.0 } else { 1.0 };
                 let v = l * (1.0 + f32::from(off) * (1.0 / (1 << 20) as f32));
                 if neg { -v } else { v }
             }

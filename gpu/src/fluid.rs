@@ -246,7 +246,7 @@ impl GpuFluid {
     ///
     /// # Errors
     /// [`GpuError::Core`] for parameters [`SphParams::param_block`] refuses,
-    /// a domain beyond [`MAX_CELL_INDEX`](spatium::uniform::MAX_CELL_INDEX) cells of its centre, a table
+    /// a domain beyond [`UNIFORM_RANGE_CELLS`](spatium::uniform::UNIFORM_RANGE_CELLS) cells of its centre, a table
     /// length that is not a power of two in `2..=2³¹`, or a particle that is
     /// not finite or lies outside the domain; [`GpuError::LengthMismatch`];
     /// [`GpuError::CapacityExceeded`] for more particles than `capacity` or

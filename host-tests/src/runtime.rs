@@ -6,10 +6,10 @@
 //! SPH benchmark and the WASM page; generic over the dimension.
 
 use spatium::hhash::{
-    ClassHash, HashBucket, HashConfig, HashEntry, Hierarchical, Multilevel, Scheme, table_len_for,
+    ClassHash, HashBucket, HashConfig, HashEntry, Hierarchical, Multilevel, Scheme,
 };
 use spatium::kdtree::{KdBroadPhase, KdConfig, KdRecord, KdSlot};
-use spatium::uniform::table_len_with_factor;
+use spatium::table::table_len;
 use spatium::{
     BoundingBox, BroadPhase, BruteForceBroadPhase, BruteForceNeighbors, BruteSlot, Error,
     HhgConfig, NeighborSearch, Point,
@@ -164,7 +164,7 @@ fn particle_hash<S: Scheme, P: Point>(
 impl<P: Point> AnySearch<P> {
     /// An empty search of `kind` for up to `capacity` particles.
     pub fn new(kind: SearchKind, capacity: usize) -> Self {
-        let table = table_len_with_factor(capacity, TABLE_FACTOR);
+        let table = table_len(capacity, TABLE_FACTOR);
         match kind {
             SearchKind::Sorted => Self::Sorted(make::cell_sorted(capacity, table)),
             SearchKind::Bucketed => Self::Bucketed(make::bucketed(capacity, table)),
@@ -193,7 +193,7 @@ impl<P: Point> AnySearch<P> {
 
     /// What a search of `kind` for `capacity` particles is, for a report.
     pub fn describe(kind: SearchKind, capacity: usize) -> String {
-        let table = table_len_with_factor(capacity, TABLE_FACTOR);
+        let table = table_len(capacity, TABLE_FACTOR);
         match kind {
             SearchKind::Sorted => format!("uniform::CellSortedHash, {table} table slots"),
             SearchKind::Bucketed => format!("uniform::BucketHash, {table} buckets of {BUCKET}"),
@@ -278,8 +278,12 @@ fn hash_sizes<B: BoundingBox>(
 ) -> Result<(HashConfig<B::Point>, usize, usize), Error> {
     let cfg = HashConfig::from_sizes(base, boxes.iter().map(BoundingBox::longest_edge))?;
     let pool = cfg.entries_for(boxes, 0)?;
-    let pool = usize::try_from(pool).map_err(|_| Error::InvalidConfig)?;
-    Ok((cfg, table_len_for(boxes.len().max(1)), pool))
+    let pool = usize::try_from(pool).map_err(|_| Error::InvalidConfig { field: "pool" })?;
+    Ok((
+        cfg,
+        table_len(boxes.len().max(1), spatium::table::SLOTS_PER_OBJECT),
+        pool,
+    ))
 }
 
 impl<B: BoundingBox> AnyBroad<B> {

@@ -196,7 +196,7 @@ fn all_box_scenarios<S: Scheme, B: BoundingBox>(n: usize) {
 }
 
 fn make_table(n: usize) -> usize {
-    spatium::hhash::table_len_for(n)
+    spatium::table::table_len(n, spatium::table::SLOTS_PER_OBJECT)
 }
 
 #[test]
@@ -493,7 +493,7 @@ fn errors_change_nothing() {
     assert_eq!(HashConfig::<Vec3>::new(0.0, 1), Err(Error::InvalidRadius));
     assert_eq!(
         HashConfig::<Vec3>::new(1.0, 1 << 31),
-        Err(Error::InvalidConfig)
+        Err(Error::InvalidConfig { field: "levels" })
     );
     assert_eq!(
         HashConfig::<Vec3>::new(1.0, 1)

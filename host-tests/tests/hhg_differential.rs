@@ -453,10 +453,28 @@ fn bad_input_changes_nothing() {
     assert_eq!(collect_box_pairs(&mut g), before);
     // Configuration ranges.
     let d = HhgConfig::DEFAULT;
-    assert_eq!(d.with_hierarchy_factor(1.1), Err(Error::InvalidConfig));
-    assert_eq!(d.with_hierarchy_factor(f32::NAN), Err(Error::InvalidConfig));
-    assert_eq!(d.with_density(0.0), Err(Error::InvalidConfig));
-    assert_eq!(d.with_initial_cells_log2(1), Err(Error::InvalidConfig));
+    assert_eq!(
+        d.with_hierarchy_factor(1.1),
+        Err(Error::InvalidConfig {
+            field: "hierarchy_factor"
+        })
+    );
+    assert_eq!(
+        d.with_hierarchy_factor(f32::NAN),
+        Err(Error::InvalidConfig {
+            field: "hierarchy_factor"
+        })
+    );
+    assert_eq!(
+        d.with_density(0.0),
+        Err(Error::InvalidConfig { field: "density" })
+    );
+    assert_eq!(
+        d.with_initial_cells_log2(1),
+        Err(Error::InvalidConfig {
+            field: "initial_cells_log2"
+        })
+    );
 }
 
 #[test]

@@ -425,7 +425,10 @@ fn bad_input_changes_nothing() {
     );
     let mut bad_bits = t.clone();
     bad_bits.set_config(KdConfig::DEFAULT.with_bits_per_axis(22));
-    assert_eq!(bad_bits.build(&good), Err(Error::InvalidConfig));
+    assert_eq!(
+        bad_bits.build(&good),
+        Err(Error::InvalidConfig { field: "bits" })
+    );
     assert_eq!(t.records(), &before[..]);
     t.validate_against(&good).unwrap();
     assert_eq!(
@@ -444,7 +447,7 @@ fn bad_input_changes_nothing() {
     let flat = Aabb3::new(Vec3::new(0.0, 0.0, 0.0), Vec3::new(1.0, 0.0, 1.0)).unwrap();
     assert_eq!(
         KdConfig::<Aabb3>::DEFAULT.with_root(Some(flat)),
-        Err(Error::InvalidConfig)
+        Err(Error::InvalidConfig { field: "root" })
     );
 
     // Broad phase: errors change nothing, a full one loses nothing.

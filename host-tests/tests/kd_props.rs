@@ -1354,7 +1354,7 @@ fn run_batch<B: TestBox, K: LocCode>(b: &Batch) -> TestCaseResult {
             let mut c = t.clone();
             let max = K::max_bits_per_axis(dim::<B>()) as u8;
             c.set_config(cfg.with_bits_per_axis(max + 1));
-            prop_assert_eq!(c.build(&boxes), Err(Error::InvalidConfig));
+            prop_assert_eq!(c.build(&boxes), Err(Error::InvalidConfig { field: "bits" }));
             prop_assert_eq!(c.records(), &[][..]);
             None
         }

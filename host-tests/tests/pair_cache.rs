@@ -4,7 +4,7 @@
 //! small the cache stays empty and answers from the inner search; either
 //! way every answer equals the inner search's and the oracle's pair set.
 
-use spatium::uniform::table_len_with_factor;
+use spatium::table::table_len;
 use spatium::{NeighborPair, NeighborSearch, PairCache, Point, Validate, Vec2, Vec3};
 use spatium_host_tests::scenarios::point_scenarios;
 use spatium_host_tests::{make, oracle};
@@ -18,7 +18,7 @@ fn pairs_of<P: Point>(ns: &impl NeighborSearch<P>) -> Vec<(u32, u32, u32)> {
 fn check<P: Point>() {
     for sc in point_scenarios::<P>(400, 0xCAC4E) {
         let n = sc.points.len();
-        let table = table_len_with_factor(n, 2);
+        let table = table_len(n, 2);
         let mut inner = make::cell_sorted::<P>(n, table);
         inner.build(&sc.points, sc.radius).unwrap();
         let want = pairs_of(&inner);

@@ -11,7 +11,7 @@ use spatium::hhash::{HashConfig, Hierarchical, Multilevel};
 use spatium::kdtree::{KdBroadPhase, KdConfig, KdRecord, KdSlot};
 use spatium::sph::boundary::{Obstacle, Obstacles, Shape};
 use spatium::sph::{EquationOfState, Fluid, Integrator, ParticleState, SphParams};
-use spatium::uniform::table_len_with_factor;
+use spatium::table::table_len;
 use spatium::{
     BoundingBox, BroadPhase, BruteForceBroadPhase, BruteForceNeighbors, HhgConfig, NeighborPair,
     NeighborSearch, PairCache, Point, Vec2, Vec3,
@@ -118,7 +118,7 @@ fn evaluation_on_all_scenarios<P: Point>() {
         let v = velocities::<P>(n, s as u64);
         let p = params(sc, s);
         let want = sph::evaluate(&p, &sc.points, &v);
-        let table = table_len_with_factor(n, 2);
+        let table = table_len(n, 2);
         let what = |name: &str| format!("{}/{name}/variant {}", sc.name, s % 4);
         check_evaluation(
             &what("brute"),
@@ -299,7 +299,7 @@ fn replay<P: Point, N: NeighborSearch<P>, B: BroadPhase<P::Aabb>>(
 /// hide a real discrepancy nor magnify rounding.
 fn trajectories<P: Point>() {
     let cap = 2000;
-    let table = table_len_with_factor(cap, 2);
+    let table = table_len(cap, 2);
     let states = reference::<P>();
     let brute_bp = || BruteForceBroadPhase::new(make::brute_slots::<P::Aabb>(8));
     let brute_ns = || BruteForceNeighbors::new(vec![P::ZERO; cap]);

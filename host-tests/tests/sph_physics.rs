@@ -8,7 +8,7 @@
 use spatium::sph::boundary::{Obstacle, Obstacles, Shape};
 use spatium::sph::source::Emitter;
 use spatium::sph::{Fluid, Integrator, ParticleState, SphParams};
-use spatium::uniform::table_len_with_factor;
+use spatium::table::table_len;
 use spatium::{Aabb2, Aabb3, BoundingBox, Error, HhgConfig, Point, Vec2, Vec3};
 use spatium_host_tests::Rng;
 use spatium_host_tests::make::{self, VecCellSorted};
@@ -20,7 +20,7 @@ fn fluid<P: Point>(cap: usize, p: SphParams<P>) -> VecFluid<P> {
 }
 
 fn search<P: Point>(cap: usize) -> VecCellSorted<P> {
-    make::cell_sorted::<P>(cap, table_len_with_factor(cap, 2))
+    make::cell_sorted::<P>(cap, table_len(cap, 2))
 }
 
 fn boxed<P: Point>(lo: [f32; 3], hi: [f32; 3]) -> P::Aabb {

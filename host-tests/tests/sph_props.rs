@@ -14,7 +14,7 @@ use proptest::prelude::*;
 use spatium::sph::boundary::{Obstacle, Obstacles, Shape};
 use spatium::sph::source::Emitter;
 use spatium::sph::{EquationOfState, Fluid, Integrator, ParticleState, SphParams};
-use spatium::uniform::table_len_with_factor;
+use spatium::table::table_len;
 use spatium::{BoundingBox, Error, HhgConfig, Point, Validate, Vec2, Vec3};
 use spatium_host_tests::make::{self, VecCellSorted, VecHhg};
 
@@ -91,7 +91,7 @@ fn world<P: Point>() -> World<P> {
             vec![ParticleState::EMPTY; CAP],
             params(0),
         ),
-        make::cell_sorted::<P>(CAP, table_len_with_factor(CAP, 2)),
+        make::cell_sorted::<P>(CAP, table_len(CAP, 2)),
         make::cell_sorted::<P>(CAP / 2, 16),
         Obstacles::new(
             vec![Obstacle::EMPTY; 6],
@@ -160,7 +160,7 @@ fn run<P: Point>(ops: &[Op]) -> Result<Snapshot<P>, TestCaseError> {
                     prop_assert!(
                         matches!(
                             e,
-                            Error::NonFinite | Error::InvalidConfig | Error::InvalidRadius
+                            Error::NonFinite | Error::InvalidConfig { .. } | Error::InvalidRadius
                         ),
                         "{:?}",
                         e

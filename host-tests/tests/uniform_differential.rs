@@ -2,7 +2,7 @@
 //! every scenario generator, in 3D and 2D, with generous and with tiny
 //! (collision-forcing) tables.
 
-use spatium::uniform::{table_len_for, table_len_with_factor};
+use spatium::table::{SLOTS_PER_OBJECT, table_len};
 use spatium::{BruteForceNeighbors, NeighborSearch, Point, Validate, Vec2, Vec3};
 use spatium_host_tests::oracle::{collect_pairs, csr_lists, neighbors_of, pairs_within, within};
 use spatium_host_tests::scenarios::{PointScenario, point_scenarios};
@@ -63,7 +63,7 @@ fn run_all<P: Point>(seed: u64) {
         let oracle = pairs_within(&sc.points, sc.radius);
         assert!(!oracle.is_empty(), "{}: scenario has no pairs", sc.name);
         let b = brute(&sc);
-        for table in [table_len_for(n), table_len_with_factor(n, 2), 8, 1] {
+        for table in [table_len(n, SLOTS_PER_OBJECT), table_len(n, 2), 8, 1] {
             let label = format!("{} T={table}", sc.name);
 
             let mut a = make::cell_sorted::<P>(n, table);
@@ -82,7 +82,7 @@ fn run_all<P: Point>(seed: u64) {
 
             if table >= 8 * n {
                 // Buckets of 64 suffice for every scenario at this density.
-                let mut bk = make::bucketed::<P, 64>(n, table_len_with_factor(n, 2));
+                let mut bk = make::bucketed::<P, 64>(n, table_len(n, 2));
                 match bk.build(&sc.points, sc.radius) {
                     Ok(()) => compare(&format!("bucketed {label}"), &bk, &b, &oracle, &mut rng),
                     Err(e) => panic!("bucketed {label}: {e}"),
@@ -125,7 +125,7 @@ fn incremental<P: Point>(seed: u64) {
     let mut rng = Rng::new(seed);
     for sc in point_scenarios::<P>(800, seed) {
         let n = sc.points.len();
-        for table in [table_len_for(n), 4] {
+        for table in [table_len(n, SLOTS_PER_OBJECT), 4] {
             let mut c = make::linked::<P>(n, table);
             c.build(&sc.points, sc.radius).unwrap();
             let mut pts = sc.points.clone();
@@ -179,7 +179,7 @@ fn reorder_gives_identity_sort() {
     for sc in point_scenarios::<Vec3>(1000, 5) {
         let n = sc.points.len();
         let want = pairs_within(&sc.points, sc.radius);
-        for table in [table_len_for(n), 8, 1] {
+        for table in [table_len(n, SLOTS_PER_OBJECT), 8, 1] {
             let mut a = make::cell_sorted::<Vec3>(n, table);
             a.build(&sc.points, sc.radius).unwrap();
             let mut sorted = sc.points.clone();

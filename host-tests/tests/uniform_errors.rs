@@ -1,6 +1,7 @@
 //! Bad input and full structures: a clear error, and nothing stored changes.
 
-use spatium::uniform::{self, table_len_for};
+use spatium::table::{SLOTS_PER_OBJECT, table_len};
+use spatium::uniform;
 use spatium::{Error, NeighborSearch, Point, Validate, Vec2, Vec3};
 use spatium_host_tests::make;
 use spatium_host_tests::oracle::{collect_pairs, csr_lists};
@@ -129,7 +130,10 @@ fn invalid_table_lengths_are_refused() {
 #[test]
 fn full_bucket_is_an_error_and_keeps_the_previous_build() {
     let sc = fluid_block::<Vec3>(5, 0.5, 0.3, 1);
-    let mut b = make::bucketed::<Vec3, 24>(sc.points.len() + 100, table_len_for(sc.points.len()));
+    let mut b = make::bucketed::<Vec3, 24>(
+        sc.points.len() + 100,
+        table_len(sc.points.len(), SLOTS_PER_OBJECT),
+    );
     b.build(&sc.points, sc.radius).unwrap();
     let before = collect_pairs(&b);
     // Forty more particles in one cell: one bucket must hold more than 24.

@@ -256,7 +256,7 @@ impl Scene {
     pub fn new(config: Config) -> Result<Self, Error> {
         let n = config.particles;
         if !(MIN_PARTICLES..=MAX_PARTICLES).contains(&n) {
-            return Err(Error::InvalidConfig);
+            return Err(Error::InvalidConfig { field: "particles" });
         }
         let mut params = SphParams::seed(DOMAIN, SPACING)?;
         params.stiffness = STIFFNESS;
@@ -280,7 +280,8 @@ impl Scene {
             );
             fluid.set(id as u32, x + d, Vec2::ZERO)?;
         }
-        let budget = u32::try_from(n - block).map_err(|_| Error::InvalidConfig)?;
+        let budget =
+            u32::try_from(n - block).map_err(|_| Error::InvalidConfig { field: "particles" })?;
         let pipe = Emitter::new(
             PIPE_ORIGIN,
             PIPE_DIRECTION,
@@ -515,7 +516,7 @@ mod tests {
                 particles: n,
                 ..Config::DEFAULT
             };
-            assert!(matches!(Scene::new(c), Err(Error::InvalidConfig)));
+            assert!(matches!(Scene::new(c), Err(Error::InvalidConfig { .. })));
         }
     }
 }

@@ -40,9 +40,10 @@ use rstar::primitives::{GeomWithData, Rectangle};
 use rstar::{AABB, ParentNode, RTree, RTreeNode};
 use spatium::hhash::{
     Candidates, ClassHash, HashBucket, HashConfig, HashEntry, HashSlot, HashStats, Hierarchical,
-    Multilevel, QueryCounts, Scheme, table_len_for,
+    Multilevel, QueryCounts, Scheme,
 };
-use spatium::uniform::{CellRecord, SortedParticle, TableSlot, table_len_with_factor};
+use spatium::table::{SLOTS_PER_OBJECT, table_len};
+use spatium::uniform::{CellRecord, SortedParticle, TableSlot};
 use spatium::{Aabb2, Aabb3, BroadPhase, Error, NeighborSearch, Vec2};
 use spatium_benches::pouchol_scene::{Contacts, PoucholScene, SPHERES};
 use spatium_host_tests::make::{self, VecCellSorted, VecClassHash};
@@ -518,7 +519,7 @@ fn bp_section(sz: &Sizes) -> BpSection {
     let mut rows = Vec::new();
     for &n in sz.bp_ns {
         let objects = objects_2d(n, SEED);
-        let table = table_len_for(n);
+        let table = table_len(n, SLOTS_PER_OBJECT);
         let res = bp_measure(
             vec![
                 Bp::Hier(bp_hash(&objects, table)),
@@ -562,7 +563,7 @@ fn bp_write(md: &mut String, sz: &Sizes, s: &BpSection) {
          narrow phase; median of {} passes ({} at N > {TABLE_N}), the three structures taking \
          turns (round robin, the first of each round rotating). Both hashes use \
          `HashConfig::from_sizes(1.0, longest edges of all objects + [SEGMENT_MAX])`, table \
-         `table_len_for(N)` (the paper's 100 × polygons, rounded up to a power of two) and pool \
+         `table_len(N, SLOTS_PER_OBJECT)` (the paper's 100 × polygons, rounded up to a power of two) and pool \
          `config.entries_for(objects, 0)`.\n\n\
          Cross-check: at every `N` the number of (segment, object) exact candidate pairs, of hits, \
          of colliding segments and an order-free checksum of the hit pairs are identical for the \
@@ -779,7 +780,7 @@ struct NnsRes {
 fn hier_nns(n: usize, extra: u32) -> H2<Hierarchical> {
     ClassHash::for_particles(
         Vec::new(),
-        vec![HashBucket::EMPTY; table_len_with_factor(n, NNS_TABLE_FACTOR)],
+        vec![HashBucket::EMPTY; table_len(n, NNS_TABLE_FACTOR)],
         vec![HashEntry::EMPTY; n],
         vec![Vec2::ZERO; n],
         extra,
@@ -859,7 +860,9 @@ impl Kind {
             Kind::Kiddo(t) => {
                 *t = None; // drop the previous tree outside the timing
                 let (b, tb) = timed(|| ImmutableKdTree::<f32, 2>::new_from_slice(arr));
-                let tree = b.map_err(|_| Error::InvalidConfig)?;
+                let tree = b.map_err(|_| Error::InvalidConfig {
+                    field: "kiddo_tree",
+                })?;
                 let (a, tq) = timed(|| kiddo_queries(&tree, arr, r * r, id));
                 *t = Some(tree);
                 (tb, tq, a)
@@ -919,7 +922,7 @@ fn nns_section(sz: &Sizes) -> NnsSection {
     let n = sz.points;
     let pts = points_2d(n, SEED);
     let arr: Vec<[f32; 2]> = pts.iter().map(|p| p.to_array()).collect();
-    let table = table_len_with_factor(n, NNS_TABLE_FACTOR);
+    let table = table_len(n, NNS_TABLE_FACTOR);
     let unsorted = |kind| Nn {
         kind,
         sorted: false,
@@ -1022,7 +1025,7 @@ fn nns_time(res: &[NnsRes], prefix: &str, sorted: bool) -> f64 {
 
 fn nns_write(md: &mut String, sz: &Sizes, s: &NnsSection) {
     let n = sz.points;
-    let table = table_len_with_factor(n, NNS_TABLE_FACTOR);
+    let table = table_len(n, NNS_TABLE_FACTOR);
     let _ = writeln!(
         md,
         "## 2. §4.1 neighbour search (2D)\n\n\
@@ -1032,7 +1035,7 @@ fn nns_write(md: &mut String, sz: &Sizes, s: &NnsSection) {
          being repeated at a radius once its runs there took {:.0} s; `runs` says how many), the \
          structures taking turns (round robin, the first of each round rotating). Hierarchical: \
          `ClassHash::for_particles` (smallest class = `r`), pool = {n} entries, table \
-         `table_len_with_factor({n}, {NNS_TABLE_FACTOR})` = {table} ({}) buckets, \
+         `table_len({n}, {NNS_TABLE_FACTOR})` = {table} ({}) buckets, \
          `for_each_neighbor` per point; the pyramid is `extra_levels` (bit `c` = a pruning \
          class of size `r·2^c` above the radius class). Rows *input sorted by cell*: the same \
          structure given the points sorted row-major by cells of side `r` (the sort is done \
@@ -1158,7 +1161,7 @@ fn detect_timed<S: Scheme>(
 
 fn scene_section(sz: &Sizes) -> Scene3 {
     let mut scene = PoucholScene::paper(sz.particles);
-    let table = table_len_for(SPHERES + sz.particles);
+    let table = table_len(SPHERES + sz.particles, SLOTS_PER_OBJECT);
     let mut hh = scene.structure::<Hierarchical>(table);
     let mut ml = scene.structure::<Multilevel>(table);
     let config = scene.config();
@@ -1269,7 +1272,7 @@ fn scene_write(md: &mut String, sz: &Sizes, s: &Scene3) {
          response reads only them, so both see the same trajectory.\n\n\
          Both structures: base = particle diameter 2⁻⁶, `from_sizes` over the sphere diameters \
          and the path-box edges `2⁻⁶ + k/4 · {} · dt` (k = 0..4) → levels {{{}}}; table \
-         `table_len_for({})` = {} ({}), pool {} entries (the spheres' entries + 8 per \
+         `table_len({}, SLOTS_PER_OBJECT)` = {} ({}), pool {} entries (the spheres' entries + 8 per \
          particle), {} object slots.\n",
         s.particles,
         spatium_benches::pouchol_scene::SEED,
@@ -1400,7 +1403,7 @@ fn len_2d(
     boxes: &[Aabb2],
     reps: usize,
 ) -> Vec<(LenRow, BpAnswer)> {
-    let table = table_len_with_factor(objects.len(), factor);
+    let table = table_len(objects.len(), factor);
     let res = bp_measure(
         vec![
             Bp::Hier(bp_hash(objects, table)),
@@ -1502,7 +1505,7 @@ impl<S: Scheme> Len3<S> {
 
 /// Section 4's 3D rows at one factor: both schemes, round robin.
 fn len_3d(factor: usize, scene: &PoucholScene, reps: usize) -> Vec<(LenRow, u64)> {
-    let table = table_len_with_factor(SPHERES + scene.particles(), factor);
+    let table = table_len(SPHERES + scene.particles(), factor);
     let paths = scene.paths();
     let mut hh = Len3::<Hierarchical>::new(scene, table);
     let mut ml = Len3::<Multilevel>::new(scene, table);
@@ -1604,7 +1607,7 @@ fn len_write(md: &mut String, sz: &Sizes, s: &LenSection) {
     let _ = writeln!(
         md,
         "## 4. Table length `n` around the guidance\n\n\
-         `n = table_len_with_factor(elements, factor)` (elements × factor rounded up to a power \
+         `n = table_len(elements, factor)` (elements × factor rounded up to a power \
          of two); factor 100 is the paper's guidance (`table_len_for`). *Buckets written*: \
          buckets holding entries or `hasChildren` flags of the current step; *shared*: buckets \
          holding elements whose lowest cells differ (`stats()`; an estimate of collisions \

@@ -24,7 +24,7 @@ use std::time::Instant;
 
 use cpu_time::ThreadTime;
 use plotters::prelude::*;
-use spatium::uniform::{table_len_for, table_len_with_factor};
+use spatium::table::{SLOTS_PER_OBJECT, table_len};
 use spatium::{NeighborSearch, Vec3};
 use spatium_benches::check::tolerance;
 use spatium_benches::provenance::{self, command_line, commit, logical_cpus};
@@ -230,9 +230,9 @@ fn scene_info(scene: &Scene, reference: Reference) -> SceneInfo {
     let n = scene.n();
     let mut tables = Vec::new();
     let mut cells = 0;
-    let mut policies = vec![table_len_with_factor(n, TABLE_FACTOR)];
+    let mut policies = vec![table_len(n, TABLE_FACTOR)];
     if n <= MAX_N_TABLE_100 {
-        policies.push(table_len_for(n));
+        policies.push(table_len(n, SLOTS_PER_OBJECT));
     }
     for t in policies {
         let mut h = make::cell_sorted::<Vec3>(n, t);
@@ -387,9 +387,9 @@ fn markdown(
     let _ = writeln!(s, "| threads | 1 (see below) |");
     let _ = writeln!(
         s,
-        "| table length | `spatium::uniform::table_len_with_factor(n, {TABLE_FACTOR})` \
+        "| table length | `spatium::table::table_len(n, {TABLE_FACTOR})` \
          (2 × N slots, rounded up to a power of two) for every spatium hash; \
-         `spatium-sorted-100x` uses `table_len_for(n)` (the seeds' 100 × N), \
+         `spatium-sorted-100x` uses `table_len(n, SLOTS_PER_OBJECT)` (the seeds' 100 × N), \
          measured only for N ≤ {MAX_N_TABLE_100} |"
     );
     let _ = writeln!(

@@ -558,7 +558,7 @@ fn structures_section(md: &mut String, table: usize) {
         md,
         "Every structure is built from scratch by `Fluid::step` before each force evaluation \
          (`NeighborSearch::build` over the current positions, radius h), and the solver walks \
-         its pairs with `for_each_pair`. Tables: `table_len_with_factor(N, {TABLE_FACTOR})` = \
+         its pairs with `for_each_pair`. Tables: `table_len(N, {TABLE_FACTOR})` = \
          {table} slots for every spatium hash.\n\n\
          - `spatium-sorted`: `uniform::CellSortedHash` (`make::cell_sorted`).\n\
          - `spatium-sorted+cache`, `spatium-hierarchical+cache`: the same searches behind \
@@ -702,10 +702,7 @@ fn main() -> ExitCode {
     let _ = writeln!(md, "## Scene\n");
     scene_section(&mut md, &scene);
     let _ = writeln!(md, "## Structures\n");
-    structures_section(
-        &mut md,
-        spatium::uniform::table_len_with_factor(n, TABLE_FACTOR),
-    );
+    structures_section(&mut md, spatium::table::table_len(n, TABLE_FACTOR));
 
     let _ = writeln!(md, "## Steps per second, N = {n}\n");
     speed_table(&mut md, &rows);

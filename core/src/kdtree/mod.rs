@@ -186,7 +186,9 @@ impl<B: BoundingBox> KdConfig<B> {
         if let Split::Volume { min_gain_log2 } = split
             && min_gain_log2 > 32
         {
-            return Err(Error::InvalidConfig);
+            return Err(Error::InvalidConfig {
+                field: "split.min_gain_log2",
+            });
         }
         self.split = split;
         Ok(self)
@@ -219,7 +221,7 @@ impl<B: BoundingBox> KdConfig<B> {
             for a in 0..B::Point::DIM {
                 let e = r.max().coord(a) as f64 - r.min().coord(a) as f64;
                 if e <= 0.0 || !e.is_finite() {
-                    return Err(Error::InvalidConfig);
+                    return Err(Error::InvalidConfig { field: "root" });
                 }
             }
         }
@@ -555,7 +557,7 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
         let max_bits = K::max_bits_per_axis(dim);
         let bits_cfg = self.config.bits as u32;
         if bits_cfg > max_bits {
-            return Err(Error::InvalidConfig);
+            return Err(Error::InvalidConfig { field: "bits" });
         }
         let (origin, extent) = match self.config.root {
             Some(r) => {

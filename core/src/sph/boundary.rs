@@ -517,7 +517,7 @@ impl<P: Point, B: BroadPhase<P::Aabb>, S: Storage<Obstacle<P>>> Obstacles<P, B, 
     /// would leave the obstacles before the failing one moved.
     pub fn advance(&mut self, dt: f32) -> Result<(), Error> {
         if !dt.is_finite() {
-            return Err(Error::InvalidConfig);
+            return Err(Error::InvalidConfig { field: "dt" });
         }
         for o in &self.shapes.as_ref()[..self.len] {
             if o.velocity != P::ZERO {

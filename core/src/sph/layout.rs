@@ -275,6 +275,6 @@ mod tests {
 
         let mut bad = p;
         bad.dt = f32::NAN;
-        assert_eq!(bad.param_block(), Err(Error::InvalidConfig));
+        assert_eq!(bad.param_block(), Err(Error::InvalidConfig { field: "dt" }));
     }
 }

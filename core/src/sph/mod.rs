@@ -181,7 +181,7 @@ impl<P: Point> SphParams<P> {
         domain.check()?;
         let height = domain.max().coord(1) - domain.min().coord(1);
         if !(height.is_finite() && height > 0.0) {
-            return Err(Error::InvalidConfig);
+            return Err(Error::InvalidConfig { field: "domain" });
         }
         let h = 2.0 * spacing;
         let rho0 = 1000.0;
@@ -220,13 +220,17 @@ impl<P: Point> SphParams<P> {
     /// for a bad `h`.
     pub fn lattice_mass(h: f32, spacing: f32, rest_density: f32) -> Result<f32, Error> {
         let k = Kernels::new::<P>(h)?;
-        if !(spacing.is_finite() && spacing > 0.0 && rest_density.is_finite() && rest_density > 0.0)
-        {
-            return Err(Error::InvalidConfig);
+        if !(spacing.is_finite() && spacing > 0.0) {
+            return Err(Error::InvalidConfig { field: "spacing" });
+        }
+        if !(rest_density.is_finite() && rest_density > 0.0) {
+            return Err(Error::InvalidConfig {
+                field: "rest_density",
+            });
         }
         let reach = h / spacing;
         if reach.is_nan() || reach > 64.0 {
-            return Err(Error::InvalidConfig);
+            return Err(Error::InvalidConfig { field: "spacing" });
         }
         let m = reach as i32;
         let (ny, nz) = match P::DIM {
@@ -246,7 +250,9 @@ impl<P: Point> SphParams<P> {
         if mass.is_finite() && mass > 0.0 {
             Ok(mass)
         } else {
-            Err(Error::InvalidConfig)
+            Err(Error::InvalidConfig {
+                field: "rest_density",
+            })
         }
     }
 
@@ -260,19 +266,33 @@ impl<P: Point> SphParams<P> {
     /// gravity; the domain's [`BoundingBox::check`] error.
     pub fn kernels(&self) -> Result<Kernels, Error> {
         let k = Kernels::new::<P>(self.h)?;
-        let positive = [self.mass, self.rest_density, self.stiffness, self.dt];
-        let non_negative = [
-            self.viscosity,
-            self.surface_tension,
-            self.particle_radius,
-            self.damping,
+        let positive = [
+            (self.mass, "mass"),
+            (self.rest_density, "rest_density"),
+            (self.stiffness, "stiffness"),
+            (self.dt, "dt"),
         ];
-        if !positive.iter().all(|v| v.is_finite() && *v > 0.0)
-            || !non_negative.iter().all(|v| v.is_finite() && *v >= 0.0)
-            || self.damping > 1.0
-            || !self.gravity.is_finite()
-        {
-            return Err(Error::InvalidConfig);
+        let non_negative = [
+            (self.viscosity, "viscosity"),
+            (self.surface_tension, "surface_tension"),
+            (self.particle_radius, "particle_radius"),
+            (self.damping, "damping"),
+        ];
+        for (v, field) in positive {
+            if !(v.is_finite() && v > 0.0) {
+                return Err(Error::InvalidConfig { field });
+            }
+        }
+        for (v, field) in non_negative {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(Error::InvalidConfig { field });
+            }
+        }
+        if self.damping > 1.0 {
+            return Err(Error::InvalidConfig { field: "damping" });
+        }
+        if !self.gravity.is_finite() {
+            return Err(Error::InvalidConfig { field: "gravity" });
         }
         self.domain.check()?;
         Ok(k)

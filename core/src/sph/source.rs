@@ -26,7 +26,7 @@ impl<P: Point> Lattice<P> {
     pub fn new(region: P::Aabb, spacing: f32) -> Result<Self, Error> {
         region.check()?;
         if !(spacing.is_finite() && spacing > 0.0) {
-            return Err(Error::InvalidConfig);
+            return Err(Error::InvalidConfig { field: "spacing" });
         }
         let mut counts = [1u32; 3];
         let mut total = 1u64;
@@ -37,13 +37,13 @@ impl<P: Point> Lattice<P> {
             // just below an integer, as 1.3 / 0.1 does.)
             let n = libm::floorf(extent / spacing + 0.5);
             if !(n.is_finite() && n < 4.0e9) {
-                return Err(Error::InvalidConfig);
+                return Err(Error::InvalidConfig { field: "spacing" });
             }
             *c = n as u32;
             total = total.saturating_mul(u64::from(*c));
         }
         if total > u64::from(u32::MAX) {
-            return Err(Error::InvalidConfig);
+            return Err(Error::InvalidConfig { field: "spacing" });
         }
         let half = P::from_fn(|_| 0.5 * spacing);
         Ok(Self {
@@ -123,16 +123,17 @@ impl<P: Point> Emitter<P> {
         }
         let len = libm::sqrtf(direction.dot(direction));
         let positive = |v: f32| v.is_finite() && v > 0.0;
-        if !(positive(len)
-            && positive(speed)
-            && positive(spacing)
-            && radius.is_finite()
-            && radius >= 0.0)
-        {
-            return Err(Error::InvalidConfig);
+        if !positive(len) {
+            return Err(Error::InvalidConfig { field: "direction" });
         }
-        if radius / spacing > 128.0 {
-            return Err(Error::InvalidConfig);
+        if !positive(speed) {
+            return Err(Error::InvalidConfig { field: "speed" });
+        }
+        if !positive(spacing) {
+            return Err(Error::InvalidConfig { field: "spacing" });
+        }
+        if !(radius.is_finite() && radius >= 0.0) || radius / spacing > 128.0 {
+            return Err(Error::InvalidConfig { field: "radius" });
         }
         let direction = direction * (1.0 / len);
         // Basis of the plane across the pipe: the axes least aligned with the
@@ -170,7 +171,7 @@ impl<P: Point> Emitter<P> {
             travelled: spacing,
         };
         if e.layer_len() > 1 << 16 {
-            return Err(Error::InvalidConfig);
+            return Err(Error::InvalidConfig { field: "spacing" });
         }
         Ok(e)
     }
@@ -260,7 +261,7 @@ impl<P: Point> Emitter<P> {
         mut spawn: impl FnMut(&Self, P, usize) -> Result<usize, E>,
     ) -> Result<usize, E> {
         if !(dt.is_finite() && dt >= 0.0) {
-            return Err(Error::InvalidConfig.into());
+            return Err(Error::InvalidConfig { field: "dt" }.into());
         }
         if self.emitted >= self.budget {
             return Ok(0);

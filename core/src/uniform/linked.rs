@@ -2,10 +2,11 @@
 
 use core::marker::PhantomData;
 
-use super::{Grid, advance_stamp};
+use super::Grid;
 use crate::error::{Corruption, Error, Validate, ensure};
 use crate::geom::Point;
 use crate::storage::Storage;
+use crate::table::advance_stamp;
 use crate::traits::NeighborSearch;
 
 const NIL: u32 = u32::MAX;
@@ -111,7 +112,7 @@ where
     /// cell changed. Returns how many were relinked.
     ///
     /// The grid (origin, radius) of the last [`build`](NeighborSearch::build)
-    /// is kept; positions must stay within [`super::MAX_CELL_INDEX`] cells of
+    /// is kept; positions must stay within [`super::UNIFORM_RANGE_CELLS`] cells of
     /// its origin.
     ///
     /// # Errors

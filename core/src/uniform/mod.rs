@@ -14,19 +14,19 @@
 //! | [`BucketHash`] | `K` preallocated slots per bucket | `O(N)` | rebuild | `K`: overflow is an error |
 //! | [`LinkedHash`] | per-particle doubly linked lists | `O(N)` | incremental: relinks only particles that changed cell | none |
 //!
-//! Every table entry carries a timestamp: a new build bumps the structure's
-//! stamp, and entries with an older stamp read as empty. Clearing is `O(1)`
-//! and the table is never swept between steps (it is swept once when first
-//! used and once every 2³² − 1 builds, when the stamp wraps).
+//! Every table entry carries a timestamp ([`crate::table`]): a new build
+//! bumps the structure's stamp, and entries with an older stamp read as
+//! empty, so clearing is `O(1)`.
 //!
 //! # Exactness
 //!
-//! Hash collisions are harmless: every table entry records which cell it
-//! holds, and a bucket shared by several cells is searched with a per-particle
-//! cell check, so a pair is never reported twice and far particles are never
-//! reported. Cells are computed relative to an origin at the centre of the
+//! Hash collisions are harmless. [`CellSortedHash`] chains the records of
+//! the occupied cells that share a slot and compares cells on lookup, so a
+//! run is only ever read for its own cell; [`BucketHash`] and [`LinkedHash`]
+//! store each particle's cell and test it against the visited cell. Either
+//! way a pair is never reported twice and far particles are never reported. Cells are computed relative to an origin at the centre of the
 //! data, with a margin of 1/128 on the cell size; coordinates are refused
-//! ([`crate::Error::OutOfRange`]) when they lie more than [`MAX_CELL_INDEX`]
+//! ([`crate::Error::OutOfRange`]) when they lie more than [`UNIFORM_RANGE_CELLS`]
 //! cells from that origin, the range over which `f32` rounding provably keeps
 //! every pair with `d² < r²` in adjacent cells.
 
@@ -41,80 +41,10 @@ pub use sorted::{CellRecord, CellSortedHash, SortedParticle, TableSlot};
 use crate::error::Error;
 use crate::geom::Point;
 
-/// Largest distance from the origin, in cells, that the grid accepts on any
-/// axis (2¹⁴).
-///
-/// Within it the relative rounding error of the cell coordinate (three `f32`
-/// roundings, `≤ 3·2⁻²⁴` relative) shifts a cell boundary by less than
-/// `2¹⁴ · 6 · 2⁻²⁴ < 2⁻⁷` of a cell, which [`CELL_MARGIN`] absorbs: every
-/// computed cell is wider than the radius.
-pub const MAX_CELL_INDEX: i32 = 1 << 14;
+pub use crate::cell::{CELL_MARGIN, UNIFORM_RANGE_CELLS};
 
-/// Cell size divided by radius: `1 + 2⁻⁷` (see [`MAX_CELL_INDEX`]).
-pub const CELL_MARGIN: f32 = 1.0 + 1.0 / 128.0;
-
-/// Table length following the seeds' guidance: about 100 slots per element,
-/// rounded up to a power of two (at least 1, at most 2³¹).
-///
-/// This is Pouchol et al.'s figure for few, large objects. For dense SPH
-/// (about 8 particles per cell) a factor of 2 to 4 already keeps collisions
-/// rare at far less memory: see [`table_len_with_factor`].
-pub const fn table_len_for(elements: usize) -> usize {
-    table_len_with_factor(elements, 100)
-}
-
-/// Table length of about `factor` slots per element, rounded up to a power of
-/// two (at least 1, at most 2³¹).
-pub const fn table_len_with_factor(elements: usize, factor: usize) -> usize {
-    let want = elements.saturating_mul(factor);
-    let max = 1usize << 31;
-    if want >= max {
-        max
-    } else if want <= 1 {
-        1
-    } else {
-        want.next_power_of_two()
-    }
-}
-
-/// `Ok` if `radius` can drive the grid arithmetic.
-pub(crate) fn check_radius(radius: f32) -> Result<(), Error> {
-    let cell = radius * CELL_MARGIN;
-    let inv = 1.0 / cell;
-    let r2 = radius * radius;
-    if radius.is_finite()
-        && radius > 0.0
-        && cell.is_finite()
-        && inv.is_finite()
-        && inv.is_normal()
-        && r2.is_finite()
-        && r2 > 0.0
-    {
-        Ok(())
-    } else {
-        Err(Error::InvalidRadius)
-    }
-}
-
-/// `len - 1` if `len` is a usable table length.
-pub(crate) fn table_mask(len: usize) -> Result<u32, Error> {
-    if len == 0 || !len.is_power_of_two() || len > (1usize << 31) {
-        Err(Error::InvalidTableLength { len })
-    } else {
-        Ok((len - 1) as u32)
-    }
-}
-
-/// Advances a table stamp; on first use (0) and on wrap, `sweep` resets the
-/// table's stamps to 0 and the stamp restarts at 1.
-pub(crate) fn advance_stamp(stamp: &mut u32, sweep: impl FnOnce()) {
-    if *stamp == 0 || *stamp == u32::MAX {
-        sweep();
-        *stamp = 1;
-    } else {
-        *stamp += 1;
-    }
-}
+use crate::cell::{check_radius, floor_i32};
+use crate::table::{fibonacci_slot, table_mask};
 
 /// The uniform grid shared by the three strategies: origin, cell size and the
 /// reduction of cell hashes to a table index.
@@ -130,7 +60,7 @@ pub struct Grid<P: Point> {
     shift: u32,
 }
 
-const LIMIT: f32 = MAX_CELL_INDEX as f32;
+const LIMIT: f32 = UNIFORM_RANGE_CELLS as f32;
 
 impl<P: Point> Grid<P> {
     /// The grid of an empty structure.
@@ -167,7 +97,7 @@ impl<P: Point> Grid<P> {
     }
 
     /// A grid centred on the bounding box of `positions`, after checking that
-    /// every position is finite and within [`MAX_CELL_INDEX`] cells.
+    /// every position is finite and within [`UNIFORM_RANGE_CELLS`] cells.
     pub(crate) fn fit(radius: f32, positions: &[P], table_len: usize) -> Result<Self, Error> {
         // Radius and table are refused before the positions are read.
         let mut grid = Self::new(radius, P::ZERO, table_len)?;
@@ -219,7 +149,7 @@ impl<P: Point> Grid<P> {
 
     /// The cell of `p`, or [`Error::NonFinite`] / [`Error::OutOfRange`].
     ///
-    /// Cell coordinates are counted from [`MAX_CELL_INDEX`] cells below the
+    /// Cell coordinates are counted from [`UNIFORM_RANGE_CELLS`] cells below the
     /// origin, so they are never negative: the XOR hash maps mirrored
     /// negative coordinates onto few keys (cells in `[-25, 25]³` give only
     /// 79 430 distinct keys of 132 651 in a 2²¹ table, against 129 015 for
@@ -234,7 +164,7 @@ impl<P: Point> Grid<P> {
             ok &= t.abs() < LIMIT;
             // Clamped before the integer conversion, so a refused coordinate
             // never overflows the cell arithmetic.
-            floor_i32(t.clamp(-LIMIT, LIMIT)) + MAX_CELL_INDEX
+            floor_i32(t.clamp(-LIMIT, LIMIT)) + UNIFORM_RANGE_CELLS
         });
         if ok { Ok(c) } else { Err(Error::OutOfRange) }
     }
@@ -243,7 +173,7 @@ impl<P: Point> Grid<P> {
     #[inline(always)]
     pub(crate) fn cell_unchecked(&self, p: P) -> P::Cell {
         P::cell_from_fn(|k| {
-            floor_i32((p.coord(k) - self.origin.coord(k)) * self.inv_cell) + MAX_CELL_INDEX
+            floor_i32((p.coord(k) - self.origin.coord(k)) * self.inv_cell) + UNIFORM_RANGE_CELLS
         })
     }
 
@@ -262,7 +192,7 @@ impl<P: Point> Grid<P> {
         let c = P::cell_from_fn(|k| {
             let t = (p.coord(k) - self.origin.coord(k)) * self.inv_cell;
             ok &= t.abs() < LIMIT + 2.0;
-            floor_i32(t.clamp(-LIMIT - 2.0, LIMIT + 2.0)) + MAX_CELL_INDEX
+            floor_i32(t.clamp(-LIMIT - 2.0, LIMIT + 2.0)) + UNIFORM_RANGE_CELLS
         });
         Ok(if ok { Some(c) } else { None })
     }
@@ -277,51 +207,14 @@ impl<P: Point> Grid<P> {
     /// mask, 354 with the Fibonacci step (364 expected of a random hash).
     #[inline(always)]
     pub fn bucket(&self, c: P::Cell) -> u32 {
-        let mixed = P::cell_hash(c).wrapping_mul(FIBONACCI);
-        ((mixed as u64) >> self.shift) as u32
+        fibonacci_slot(P::cell_hash(c), self.shift)
     }
-}
-
-/// ⌊2³²/φ⌋, the multiplier of Fibonacci hashing.
-const FIBONACCI: u32 = 0x9E37_79B9;
-
-/// `floor(t)` for `|t| < 2³¹`, without `libm` (truncate, then step down for
-/// negative non-integers).
-#[inline(always)]
-pub(crate) fn floor_i32(t: f32) -> i32 {
-    let i = t as i32;
-    if (i as f32) > t { i - 1 } else { i }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::geom::Vec3;
-
-    #[test]
-    fn floor_matches_libm() {
-        for &t in &[
-            0.0f32, -0.0, 0.5, -0.5, 1.0, -1.0, -1.5, 16383.9, -16383.9, -1e-30, 3.0,
-        ] {
-            assert_eq!(floor_i32(t), libm::floorf(t) as i32, "{t}");
-        }
-    }
-
-    #[test]
-    fn table_len_guidance() {
-        assert_eq!(table_len_for(10), 1024);
-        assert_eq!(table_len_for(0), 1);
-        assert_eq!(table_len_with_factor(1000, 2), 2048);
-        assert_eq!(table_len_for(usize::MAX), 1 << 31);
-    }
-
-    #[test]
-    fn radius_checks() {
-        assert!(check_radius(1.0).is_ok());
-        for r in [0.0, -1.0, f32::NAN, f32::INFINITY, 1e-39, f32::MAX] {
-            assert_eq!(check_radius(r), Err(Error::InvalidRadius), "{r}");
-        }
-    }
 
     #[test]
     fn out_of_range_is_refused() {

@@ -6,10 +6,11 @@
 
 use core::marker::PhantomData;
 
-use super::{Grid, advance_stamp};
+use super::Grid;
 use crate::error::{Corruption, Error, Validate, ensure};
 use crate::geom::Point;
 use crate::storage::Storage;
+use crate::table::advance_stamp;
 use crate::traits::NeighborSearch;
 
 const NIL: u32 = u32::MAX;

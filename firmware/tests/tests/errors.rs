@@ -442,15 +442,19 @@ mod tests {
     fn configurations_are_checked() {
         assert_eq!(
             HhgConfig::DEFAULT.with_hierarchy_factor(1.0),
-            Err(Error::InvalidConfig)
+            Err(Error::InvalidConfig {
+                field: "hierarchy_factor"
+            })
         );
         assert_eq!(
             HhgConfig::DEFAULT.with_density(f32::NAN),
-            Err(Error::InvalidConfig)
+            Err(Error::InvalidConfig { field: "density" })
         );
         assert_eq!(
             HhgConfig::DEFAULT.with_initial_cells_log2(12),
-            Err(Error::InvalidConfig)
+            Err(Error::InvalidConfig {
+                field: "initial_cells_log2"
+            })
         );
         assert_eq!(
             HashConfig::<Vec3>::new(f32::NAN, 1),
@@ -458,11 +462,13 @@ mod tests {
         );
         assert_eq!(
             HashConfig::<Vec3>::new(1.0, 1 << 31),
-            Err(Error::InvalidConfig)
+            Err(Error::InvalidConfig { field: "levels" })
         );
         assert_eq!(
             KdConfig::<Aabb3>::DEFAULT.with_split(Split::Volume { min_gain_log2: 33 }),
-            Err(Error::InvalidConfig)
+            Err(Error::InvalidConfig {
+                field: "split.min_gain_log2"
+            })
         );
         // More bits per axis than u32 codes hold: every build refuses.
         type T = LinearKdTree<Aabb3, u32, [KdRecord<u32>; C]>;
@@ -472,7 +478,10 @@ mod tests {
             KdConfig::DEFAULT.with_bits_per_axis(20),
         ));
         let boxes = scene_boxes();
-        assert_eq!(TREE.take().build(&boxes), Err(Error::InvalidConfig));
+        assert_eq!(
+            TREE.take().build(&boxes),
+            Err(Error::InvalidConfig { field: "bits" })
+        );
     }
 
     /// The element sizes behind the documented memory formulas, on a 32-bit

@@ -129,7 +129,7 @@ fn run_cpu(scene: &Scene, steps: u32) -> Result<f64, spatium::Error> {
     );
     fluid.extend(scene.positions.iter().copied(), Vec3::ZERO)?;
     let mut hash = CellSortedHash::<Vec3, _, _, _>::new(
-        vec![TableSlot::EMPTY; table_len_with_factor(n, 4)],
+        vec![TableSlot::EMPTY; table_len(n, 4)],
         vec![SortedParticle::EMPTY; n],
         vec![CellRecord::EMPTY; n],
     );

@@ -60,7 +60,7 @@ pub fn cpu_run(scene: &Scene, steps: u32) -> (Vec<Vec3>, Vec<ParticleState<Vec3>
         .extend(scene.positions.iter().copied(), Vec3::ZERO)
         .expect("scene fits");
     let mut hash = CellSortedHash::<Vec3, _, _, _>::new(
-        vec![TableSlot::EMPTY; uniform::table_len_with_factor(n, 4)],
+        vec![TableSlot::EMPTY; spatium::table::table_len(n, 4)],
         vec![SortedParticle::EMPTY; n],
         vec![CellRecord::EMPTY; n],
     );
