@@ -80,6 +80,7 @@ pub mod error;
 pub mod geom;
 pub mod hhash;
 pub mod hhg;
+pub mod ids;
 pub mod kdtree;
 mod pair_cache;
 mod sort;
