@@ -42,7 +42,7 @@ fn tree(cfg: KdConfig<Aabb3>) -> Tree {
 
 fn exact_pairs(t: &Tree, boxes: &[Aabb3]) -> u64 {
     let mut n = 0u64;
-    t.for_each_candidate(boxes, Candidates::Exact, |_, _| n += 1)
+    t.for_each_candidate_pair(boxes, Candidates::Exact, |_, _| n += 1)
         .unwrap();
     n
 }
@@ -115,7 +115,7 @@ fn bench(c: &mut Criterion) {
         g.bench_function("raw", |b| {
             b.iter(|| {
                 let mut n = 0u64;
-                t.for_each_candidate(black_box(&boxes), Candidates::Raw, |_, _| n += 1)
+                t.for_each_candidate_pair(black_box(&boxes), Candidates::Raw, |_, _| n += 1)
                     .unwrap();
                 n
             })

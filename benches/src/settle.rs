@@ -250,7 +250,7 @@ impl Settle {
             PairSource::RawDedup => Candidates::Raw,
         };
         self.tree
-            .for_each_candidate(&self.boxes, mode, |a, b| {
+            .for_each_candidate_pair(&self.boxes, mode, |a, b| {
                 if spheres_overlap(pos[a as usize], pos[b as usize]) {
                     pairs.push((a.min(b), a.max(b)));
                 }
@@ -353,7 +353,7 @@ mod tests {
         let mut got = 0;
         a.tree.build(&boxes).unwrap();
         a.tree
-            .for_each_candidate(&boxes, Candidates::Exact, |_, _| got += 1)
+            .for_each_candidate_pair(&boxes, Candidates::Exact, |_, _| got += 1)
             .unwrap();
         assert_eq!(got, want);
     }

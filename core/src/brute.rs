@@ -136,7 +136,7 @@ impl<P: Point, S: Storage<P>> Validate for BruteForceNeighbors<P, S> {
 /// A slot serves two arrays at once: indexed by id it holds that id's box and
 /// its position in the dense list; indexed by dense position it holds the id
 /// stored there.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct BruteSlot<B> {
     aabb: B,
@@ -146,7 +146,22 @@ pub struct BruteSlot<B> {
     id: u32,
 }
 
-const ABSENT: u32 = u32::MAX;
+const ABSENT: u32 = crate::table::NONE;
+
+impl<B: BoundingBox> crate::ids::IdSlot for BruteSlot<B> {
+    type Box = B;
+    #[inline(always)]
+    fn stored(&self) -> Option<B> {
+        (self.dense != ABSENT).then_some(self.aabb)
+    }
+}
+
+impl<B: BoundingBox> Default for BruteSlot<B> {
+    /// The unused value, [`BruteSlot::EMPTY`] (a buffer of defaults is an empty buffer).
+    fn default() -> Self {
+        Self::EMPTY
+    }
+}
 
 impl<B: BoundingBox> BruteSlot<B> {
     /// An unused slot.
@@ -187,22 +202,15 @@ impl<B: BoundingBox, S: Storage<BruteSlot<B>>> BruteForceBroadPhase<B, S> {
     }
 
     fn slot_of(&self, id: u32) -> Result<&BruteSlot<B>, Error> {
-        let s = self
-            .slots
-            .as_ref()
-            .get(id as usize)
-            .ok_or(Error::IdOutOfRange { id })?;
-        if s.dense == ABSENT {
-            Err(Error::UnknownId { id })
-        } else {
-            Ok(s)
-        }
+        let slots = self.slots.as_ref();
+        crate::ids::stored(slots, id)?;
+        Ok(&slots[id as usize])
     }
 }
 
 impl<B: BoundingBox, S: Storage<BruteSlot<B>>> BroadPhase<B> for BruteForceBroadPhase<B, S> {
     fn capacity(&self) -> usize {
-        self.slots.as_ref().len().min(u32::MAX as usize)
+        crate::ids::capacity(self.slots.as_ref().len())
     }
 
     fn box_count(&self) -> usize {
@@ -210,14 +218,9 @@ impl<B: BoundingBox, S: Storage<BruteSlot<B>>> BroadPhase<B> for BruteForceBroad
     }
 
     fn insert(&mut self, id: u32, aabb: B) -> Result<(), Error> {
-        if id as usize >= self.capacity() {
-            return Err(Error::IdOutOfRange { id });
-        }
+        crate::ids::vacant(self.slots.as_ref(), id)?;
         aabb.check()?;
         let slots = self.slots.as_mut();
-        if slots[id as usize].dense != ABSENT {
-            return Err(Error::DuplicateId { id });
-        }
         let d = self.len;
         slots[id as usize].aabb = aabb;
         slots[id as usize].dense = d as u32;
@@ -306,5 +309,26 @@ impl<B: BoundingBox, S: Storage<BruteSlot<B>>> Validate for BruteForceBroadPhase
             }
         }
         ensure(present == self.len, W, "present ids == len")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::geom::{Aabb3, Vec3};
+
+    /// Regression: `BruteSlot::default()` was not `BruteSlot::EMPTY`, so a
+    /// structure over default slots showed a phantom box, refused
+    /// `insert(0, ..)` and panicked on `remove(0)`.
+    #[test]
+    fn default_slots_are_empty_slots() {
+        let mut bp = BruteForceBroadPhase::new([BruteSlot::<Aabb3>::default(); 4]);
+        assert_eq!(bp.box_count(), 0);
+        assert_eq!(bp.get(0), None);
+        assert_eq!(bp.remove(0), Err(Error::UnknownId { id: 0 }));
+        let b = Aabb3::new(Vec3::ZERO, Vec3::new(1.0, 1.0, 1.0)).unwrap();
+        assert_eq!(bp.insert(0, b), Ok(()));
+        assert_eq!(bp.remove(0), Ok(b));
+        assert!(bp.validate().is_ok());
     }
 }

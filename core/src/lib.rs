@@ -96,7 +96,7 @@ pub use geom::{Aabb2, Aabb3, BoundingBox, HASH_PRIMES, Point, Vec2, Vec3};
 pub use hhg::{HhgConfig, HhgRecord, HhgSlot, HhgStats, HierarchicalHashGrid, UpdateStrategy};
 pub use pair_cache::{NeighborPair, PairCache};
 pub use storage::Storage;
-pub use traits::{BroadPhase, NeighborSearch};
+pub use traits::{BroadPhase, Candidates, NeighborSearch};
 
 /// The README's examples, compiled and run as doctests.
 #[cfg(doctest)]

@@ -9,7 +9,7 @@ use crate::storage::Storage;
 use crate::traits::NeighborSearch;
 
 /// One neighbour pair: the two particle ids and their squared distance.
-#[derive(Clone, Copy, Debug, Default, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+#[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
 #[repr(C)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct NeighborPair {
@@ -19,6 +19,13 @@ pub struct NeighborPair {
     pub j: u32,
     /// Squared distance, as the inner search computed it.
     pub d2: f32,
+}
+
+impl Default for NeighborPair {
+    /// The unused value, [`NeighborPair::EMPTY`] (a buffer of defaults is an empty buffer).
+    fn default() -> Self {
+        Self::EMPTY
+    }
 }
 
 impl NeighborPair {

@@ -18,3 +18,41 @@
 pub trait Storage<T>: AsRef<[T]> + AsMut<[T]> {}
 
 impl<T, S: AsRef<[T]> + AsMut<[T]> + ?Sized> Storage<T> for S {}
+
+#[cfg(test)]
+mod tests {
+    use crate::geom::{Aabb2, Aabb3, Vec2, Vec3};
+    use crate::kdtree::{KdRecord, KdSlot};
+    use crate::sph::ParticleState;
+    use crate::sph::boundary::Obstacle;
+    use crate::uniform::{
+        Bucket, BucketParticle, CellRecord, Head, LinkedParticle, SortedParticle, TableSlot,
+    };
+    use crate::{BruteSlot, NeighborPair};
+
+    /// Every buffer type's `Default` is its `EMPTY`, so a buffer filled with
+    /// defaults is an empty buffer (a default that differs shows phantom
+    /// elements). The hierarchical structures test theirs beside them.
+    #[test]
+    fn buffer_defaults_are_empty() {
+        fn same<T: Default + PartialEq + core::fmt::Debug>(empty: T) {
+            assert_eq!(T::default(), empty);
+        }
+        same(BruteSlot::<Aabb3>::EMPTY);
+        same(BruteSlot::<Aabb2>::EMPTY);
+        same(Bucket::<4>::EMPTY);
+        same(BucketParticle::<Vec3>::EMPTY);
+        same(Head::EMPTY);
+        same(LinkedParticle::<Vec2>::EMPTY);
+        same(TableSlot::EMPTY);
+        same(SortedParticle::<Vec3>::EMPTY);
+        same(CellRecord::<Vec3>::EMPTY);
+        same(KdRecord::<u64>::EMPTY);
+        same(NeighborPair::EMPTY);
+        same(Obstacle::<Vec3>::EMPTY);
+        same(ParticleState::<Vec3>::EMPTY);
+        // KdSlot's EMPTY is a box of NaNs, which is not equal to itself.
+        use crate::ids::IdSlot;
+        assert!(KdSlot::<Aabb3>::default().stored().is_none());
+    }
+}

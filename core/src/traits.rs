@@ -31,6 +31,18 @@
 use crate::error::Error;
 use crate::geom::{BoundingBox, Point};
 
+/// Which candidates a candidate query reports, for every structure that offers one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Candidates {
+    /// Everything the structure's retrieval touches, duplicates and false candidates included (what the papers measure).
+    Raw,
+    /// Each candidate at most once, found with integer (cell / code) tests only: a superset of the exact answer. A structure without a cheaper duplicate filter than the exact test answers as `Exact`.
+    Unique,
+    /// Exactly the overlapping boxes, each once.
+    Exact,
+}
+
 /// Fixed-radius neighbour search over a set of particles.
 ///
 /// Particles are identified by their index in the slice given to
@@ -162,9 +174,9 @@ pub trait NeighborSearch<P: Point> {
 /// use spatium::{Aabb3, BroadPhase, BruteForceBroadPhase, BruteSlot, Vec3};
 ///
 /// let mut bp = BruteForceBroadPhase::new([BruteSlot::<Aabb3>::EMPTY; 4]);
-/// bp.insert(0, Aabb3::new(Vec3::ZERO, Vec3::splat(1.0))).unwrap();
-/// bp.insert(1, Aabb3::new(Vec3::splat(0.5), Vec3::splat(2.0))).unwrap();
-/// bp.insert(2, Aabb3::new(Vec3::splat(5.0), Vec3::splat(6.0))).unwrap();
+/// bp.insert(0, Aabb3::new(Vec3::ZERO, Vec3::new(1.0, 1.0, 1.0)).unwrap()).unwrap();
+/// bp.insert(1, Aabb3::new(Vec3::new(0.5, 0.5, 0.5), Vec3::new(2.0, 2.0, 2.0)).unwrap()).unwrap();
+/// bp.insert(2, Aabb3::new(Vec3::new(5.0, 5.0, 5.0), Vec3::new(6.0, 6.0, 6.0)).unwrap()).unwrap();
 /// let mut pairs = 0;
 /// bp.for_each_overlap(|a, b| { assert_eq!((a.min(b), a.max(b)), (0, 1)); pairs += 1 }).unwrap();
 /// assert_eq!((pairs, bp.box_count()), (1, 3));

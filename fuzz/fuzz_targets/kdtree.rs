@@ -667,21 +667,21 @@ impl<B: TestBox, K: LocCode> World<B, K> {
         assert_eq!(normalise(&a, true, "pairs"), want);
         let mut raw = Vec::new();
         self.bp
-            .for_each_candidate(Candidates::Raw, |x, y| raw.push((x, y)))
+            .for_each_candidate_pair(Candidates::Raw, |x, y| raw.push((x, y)))
             .unwrap();
         assert_eq!(raw.len() as u64, self.bp.tree().count_raw(), "count_raw");
         let raw = normalise(&raw, false, "raw");
         assert_eq!(missing(&raw, &want), vec![], "raw misses pairs");
         let mut uni = Vec::new();
         self.bp
-            .for_each_candidate(Candidates::Unique, |x, y| uni.push((x, y)))
+            .for_each_candidate_pair(Candidates::Unique, |x, y| uni.push((x, y)))
             .unwrap();
         let uni = normalise(&uni, true, "unique");
         assert_eq!(missing(&uni, &want), vec![], "unique misses pairs");
         assert_eq!(missing(&raw, &uni), vec![], "unique not within raw");
         let mut ex = Vec::new();
         self.bp
-            .for_each_candidate(Candidates::Exact, |x, y| ex.push((x, y)))
+            .for_each_candidate_pair(Candidates::Exact, |x, y| ex.push((x, y)))
             .unwrap();
         assert_eq!(normalise(&ex, true, "exact"), want);
         for i in 0..CAP {
@@ -832,13 +832,13 @@ impl<B: TestBox, K: LocCode> World<B, K> {
             }
         }
         let mut raw = Vec::new();
-        t.for_each_candidate(boxes, Candidates::Raw, |a, b| raw.push((a, b)))
+        t.for_each_candidate_pair(boxes, Candidates::Raw, |a, b| raw.push((a, b)))
             .unwrap();
         assert_eq!(raw.len() as u64, t.count_raw(), "{d}D: tree count_raw");
         let raw = normalise(&raw, false, "tree raw");
         assert_eq!(missing(&raw, &want), vec![], "{d}D: tree raw misses pairs");
         let mut uni = Vec::new();
-        t.for_each_candidate(boxes, Candidates::Unique, |a, b| uni.push((a, b)))
+        t.for_each_candidate_pair(boxes, Candidates::Unique, |a, b| uni.push((a, b)))
             .unwrap();
         let uni = normalise(&uni, true, "tree unique");
         assert_eq!(
@@ -852,7 +852,7 @@ impl<B: TestBox, K: LocCode> World<B, K> {
             "{d}D: tree unique not within raw"
         );
         let mut ex = Vec::new();
-        t.for_each_candidate(boxes, Candidates::Exact, |a, b| ex.push((a, b)))
+        t.for_each_candidate_pair(boxes, Candidates::Exact, |a, b| ex.push((a, b)))
             .unwrap();
         assert_eq!(
             normalise(&ex, true, "tree exact"),

@@ -49,7 +49,7 @@ fn check_build<B: BoundingBox, K: LocCode>(
     t.validate_against(boxes)
         .unwrap_or_else(|e| panic!("{what}: {e}"));
     let mut raw = Vec::new();
-    t.for_each_candidate(boxes, Candidates::Raw, |a, b| raw.push((a, b)))
+    t.for_each_candidate_pair(boxes, Candidates::Raw, |a, b| raw.push((a, b)))
         .unwrap();
     assert_eq!(raw.len() as u64, t.count_raw(), "{what}: count_raw");
     assert!(raw.iter().all(|p| p.0 != p.1), "{what}: self pair");
@@ -59,7 +59,7 @@ fn check_build<B: BoundingBox, K: LocCode>(
     assert!(missing.is_empty(), "{what}: raw misses {missing:?}");
 
     let mut unique = Vec::new();
-    t.for_each_candidate(boxes, Candidates::Unique, |a, b| unique.push((a, b)))
+    t.for_each_candidate_pair(boxes, Candidates::Unique, |a, b| unique.push((a, b)))
         .unwrap();
     let unique = sorted(unique);
     let mut dedup = unique.clone();
@@ -69,7 +69,7 @@ fn check_build<B: BoundingBox, K: LocCode>(
     assert!(missing.is_empty(), "{what}: unique misses {missing:?}");
 
     let mut exact = Vec::new();
-    t.for_each_candidate(boxes, Candidates::Exact, |a, b| exact.push((a, b)))
+    t.for_each_candidate_pair(boxes, Candidates::Exact, |a, b| exact.push((a, b)))
         .unwrap();
     let exact = sorted(exact);
     assert_same_pairs(
@@ -432,7 +432,7 @@ fn bad_input_changes_nothing() {
     assert_eq!(t.records(), &before[..]);
     t.validate_against(&good).unwrap();
     assert_eq!(
-        t.for_each_candidate(&good[..2], Candidates::Exact, |_, _| {}),
+        t.for_each_candidate_pair(&good[..2], Candidates::Exact, |_, _| {}),
         Err(Error::LengthMismatch {
             expected: 3,
             got: 2
@@ -552,7 +552,7 @@ fn set_config_forgets_the_last_build() {
     assert_eq!(t.len(), 0);
     assert_eq!(t.stats(), Default::default());
     assert_eq!(
-        t.for_each_candidate(&boxes, Candidates::Exact, |_, _| {}),
+        t.for_each_candidate_pair(&boxes, Candidates::Exact, |_, _| {}),
         Err(Error::LengthMismatch {
             expected: 0,
             got: 2
@@ -560,7 +560,7 @@ fn set_config_forgets_the_last_build() {
     );
     t.build(&boxes).unwrap();
     let mut n = 0;
-    t.for_each_candidate(&boxes, Candidates::Exact, |_, _| n += 1)
+    t.for_each_candidate_pair(&boxes, Candidates::Exact, |_, _| n += 1)
         .unwrap();
     assert_eq!(n, 1);
 }

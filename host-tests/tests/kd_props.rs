@@ -705,19 +705,19 @@ fn apply<B: TestBox, K: LocCode>(bp: &mut Bp<B, K>, m: &mut Model<B>, op: &Op) -
             let want = m.pairs();
             prop_assert_eq!(normalise(&a, true, "pairs")?, want.clone());
             let mut raw = Vec::new();
-            bp.for_each_candidate(Candidates::Raw, |x, y| raw.push((x, y)))
+            bp.for_each_candidate_pair(Candidates::Raw, |x, y| raw.push((x, y)))
                 .unwrap();
             prop_assert_eq!(raw.len() as u64, bp.tree().count_raw(), "count_raw");
             let raw = normalise(&raw, false, "raw")?;
             prop_assert_eq!(missing(&raw, &want), vec![], "raw misses pairs");
             let mut uni = Vec::new();
-            bp.for_each_candidate(Candidates::Unique, |x, y| uni.push((x, y)))
+            bp.for_each_candidate_pair(Candidates::Unique, |x, y| uni.push((x, y)))
                 .unwrap();
             let uni = normalise(&uni, true, "unique")?;
             prop_assert_eq!(missing(&uni, &want), vec![], "unique misses pairs");
             prop_assert_eq!(missing(&raw, &uni), vec![], "unique not within raw");
             let mut ex = Vec::new();
-            bp.for_each_candidate(Candidates::Exact, |x, y| ex.push((x, y)))
+            bp.for_each_candidate_pair(Candidates::Exact, |x, y| ex.push((x, y)))
                 .unwrap();
             prop_assert_eq!(normalise(&ex, true, "exact")?, want);
             for i in 0..CAP {
@@ -1145,13 +1145,13 @@ fn check_tree<B: TestBox, K: LocCode>(
     prop_assert_eq!(st.records, t.records().len(), "{}: stats {:?}", what, st);
     let want = brute_pairs(boxes);
     let mut raw = Vec::new();
-    t.for_each_candidate(boxes, Candidates::Raw, |a, b| raw.push((a, b)))
+    t.for_each_candidate_pair(boxes, Candidates::Raw, |a, b| raw.push((a, b)))
         .unwrap();
     prop_assert_eq!(raw.len() as u64, t.count_raw(), "{}: count_raw", what);
     let raw = normalise(&raw, false, what)?;
     prop_assert_eq!(missing(&raw, &want), vec![], "{}: raw misses pairs", what);
     let mut uni = Vec::new();
-    t.for_each_candidate(boxes, Candidates::Unique, |a, b| uni.push((a, b)))
+    t.for_each_candidate_pair(boxes, Candidates::Unique, |a, b| uni.push((a, b)))
         .unwrap();
     let uni = normalise(&uni, true, what)?;
     prop_assert_eq!(
@@ -1167,7 +1167,7 @@ fn check_tree<B: TestBox, K: LocCode>(
         what
     );
     let mut ex = Vec::new();
-    t.for_each_candidate(boxes, Candidates::Exact, |a, b| ex.push((a, b)))
+    t.for_each_candidate_pair(boxes, Candidates::Exact, |a, b| ex.push((a, b)))
         .unwrap();
     let ex = normalise(&ex, true, what)?;
     if ex != want {
@@ -1189,7 +1189,7 @@ fn check_tree<B: TestBox, K: LocCode>(
     if !boxes.is_empty() {
         let bad = B::raw([f32::NAN; 3], [0.0; 3]);
         prop_assert_eq!(t.query(boxes, &bad, |_| {}), Err(Error::NonFinite));
-        let short = t.for_each_candidate(&boxes[1..], Candidates::Exact, |_, _| {});
+        let short = t.for_each_candidate_pair(&boxes[1..], Candidates::Exact, |_, _| {});
         prop_assert!(short.is_err(), "a short slice: {:?}", short);
     }
     Ok(())
@@ -1257,7 +1257,7 @@ fn check_quantised<B: TestBox, K: LocCode>(
         }
     }
     let mut uni = Vec::new();
-    t.for_each_candidate(boxes, Candidates::Unique, |a, b| uni.push((a, b)))
+    t.for_each_candidate_pair(boxes, Candidates::Unique, |a, b| uni.push((a, b)))
         .unwrap();
     let uni = normalise(&uni, true, what)?;
     if uni != want {

@@ -184,12 +184,12 @@ impl<K: LocCode> Driver for Kd<K> {
         match self.mode {
             Candidates::Raw => {
                 let mut c = 0u64;
-                t.for_each_candidate(boxes, Candidates::Raw, |_, _| c += 1)
+                t.for_each_candidate_pair(boxes, Candidates::Raw, |_, _| c += 1)
                     .expect("kd sweep");
                 p.count = c;
             }
             m => t
-                .for_each_candidate(boxes, m, |a, b| p.add(a, b))
+                .for_each_candidate_pair(boxes, m, |a, b| p.add(a, b))
                 .expect("kd sweep"),
         }
         let end = clock.elapsed().as_secs_f64() * 1e3;
@@ -956,17 +956,17 @@ fn table1(md: &mut String) {
                 })
                 .sum();
             let (mut raw, mut tp) = (0u64, 0u64);
-            t.for_each_candidate(&boxes, Candidates::Raw, |a, b| {
+            t.for_each_candidate_pair(&boxes, Candidates::Raw, |a, b| {
                 raw += 1;
                 tp += settle::spheres_overlap(centres[a as usize], centres[b as usize]) as u64;
             })
             .expect("raw");
             assert_eq!(raw, t.count_raw(), "count_raw disagrees with the raw sweep");
             let mut unique = 0u64;
-            t.for_each_candidate(&boxes, Candidates::Unique, |_, _| unique += 1)
+            t.for_each_candidate_pair(&boxes, Candidates::Unique, |_, _| unique += 1)
                 .expect("unique");
             let (mut exact, mut spheres) = (0u64, 0u64);
-            t.for_each_candidate(&boxes, Candidates::Exact, |a, b| {
+            t.for_each_candidate_pair(&boxes, Candidates::Exact, |a, b| {
                 exact += 1;
                 spheres += settle::spheres_overlap(centres[a as usize], centres[b as usize]) as u64;
             })

@@ -47,7 +47,7 @@ fn run<K: LocCode>(boxes: &[Aabb3], config: KdConfig<Aabb3>) {
         let raw = t.count_raw();
         let swept = t0.elapsed();
         let mut exact = 0u64;
-        t.for_each_candidate(boxes, Candidates::Exact, |_, _| exact += 1)
+        t.for_each_candidate_pair(boxes, Candidates::Exact, |_, _| exact += 1)
             .expect("sweep");
         let ex = t0.elapsed();
         let ms = |d: core::time::Duration| d.as_secs_f64() * 1e3;

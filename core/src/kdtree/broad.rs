@@ -15,6 +15,13 @@ use crate::traits::BroadPhase;
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct KdSlot<B>(B);
 
+impl<B: BoundingBox> Default for KdSlot<B> {
+    /// The unused value, [`KdSlot::EMPTY`] (a buffer of defaults is an empty buffer).
+    fn default() -> Self {
+        Self::EMPTY
+    }
+}
+
 impl<B: BoundingBox> KdSlot<B> {
     /// An unused slot.
     pub const EMPTY: Self = Self(B::NAN);
@@ -23,6 +30,14 @@ impl<B: BoundingBox> KdSlot<B> {
     fn get(&self) -> Option<B> {
         // A stored box is finite, so a NaN coordinate marks an empty slot.
         (!self.0.min().coord(0).is_nan()).then_some(self.0)
+    }
+}
+
+impl<B: BoundingBox> crate::ids::IdSlot for KdSlot<B> {
+    type Box = B;
+    #[inline(always)]
+    fn stored(&self) -> Option<B> {
+        self.get()
     }
 }
 
@@ -119,7 +134,7 @@ impl<B: BoundingBox, K: LocCode, S: Storage<KdSlot<B>>, R: Storage<KdRecord<K>>>
     /// configuration is replaced). Nothing else: every stored box was
     /// validated on insert, and insert keeps the number of boxes within the
     /// record buffers.
-    pub fn for_each_candidate<F: FnMut(u32, u32)>(
+    pub fn for_each_candidate_pair<F: FnMut(u32, u32)>(
         &mut self,
         mode: Candidates,
         f: F,
@@ -130,12 +145,10 @@ impl<B: BoundingBox, K: LocCode, S: Storage<KdSlot<B>>, R: Storage<KdRecord<K>>>
     }
 
     fn present(&self, id: u32) -> Result<B, Error> {
-        let slot = self
-            .slots
-            .as_ref()
-            .get(id as usize)
-            .ok_or(Error::IdOutOfRange { id })?;
-        slot.get().ok_or(Error::UnknownId { id })
+        if id as usize >= self.capacity() {
+            return Err(Error::IdOutOfRange { id });
+        }
+        crate::ids::stored(self.slots.as_ref(), id)
     }
 }
 
@@ -143,7 +156,7 @@ impl<B: BoundingBox, K: LocCode, S: Storage<KdSlot<B>>, R: Storage<KdRecord<K>>>
     for KdBroadPhase<B, K, S, R>
 {
     fn capacity(&self) -> usize {
-        self.slots.as_ref().len().min(MAX_ELEMENTS)
+        crate::ids::capacity(self.slots.as_ref().len()).min(MAX_ELEMENTS)
     }
 
     fn box_count(&self) -> usize {
@@ -154,10 +167,8 @@ impl<B: BoundingBox, K: LocCode, S: Storage<KdSlot<B>>, R: Storage<KdRecord<K>>>
         if id as usize >= self.capacity() {
             return Err(Error::IdOutOfRange { id });
         }
+        crate::ids::vacant(self.slots.as_ref(), id)?;
         aabb.check()?;
-        if self.slots.as_ref()[id as usize].get().is_some() {
-            return Err(Error::DuplicateId { id });
-        }
         let room = self.tree.record_capacity();
         if self.len >= room {
             return Err(Error::CapacityExceeded { capacity: room });
@@ -196,7 +207,7 @@ impl<B: BoundingBox, K: LocCode, S: Storage<KdSlot<B>>, R: Storage<KdRecord<K>>>
     }
 
     fn for_each_overlap<F: FnMut(u32, u32)>(&mut self, f: F) -> Result<(), Error> {
-        self.for_each_candidate(Candidates::Exact, f)
+        self.for_each_candidate_pair(Candidates::Exact, f)
     }
 
     fn query<F: FnMut(u32)>(&mut self, aabb: &B, f: F) -> Result<(), Error> {

@@ -54,6 +54,8 @@ mod code;
 mod plan;
 mod sort;
 
+/// The crate's one candidate vocabulary, re-exported where the tree uses it.
+pub use crate::traits::Candidates;
 pub use broad::{KdBroadPhase, KdSlot};
 pub use code::LocCode;
 
@@ -69,13 +71,20 @@ pub const MAX_ELEMENTS: usize = 1 << 26;
 
 /// One record: a node key and the piece of a box it holds.
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct KdRecord<K> {
     /// The node key (see [`LocCode`]).
     pub key: K,
     /// `id << 6 | (pieces - 1) << 3 | piece`.
     pub item: u32,
+}
+
+impl<K: LocCode> Default for KdRecord<K> {
+    /// The unused value, [`KdRecord::EMPTY`] (a buffer of defaults is an empty buffer).
+    fn default() -> Self {
+        Self::EMPTY
+    }
 }
 
 impl<K: LocCode> KdRecord<K> {
@@ -137,22 +146,6 @@ pub enum SortAlgo {
     Radix,
     /// `slice::sort_unstable_by_key` (no scratch used).
     Comparison,
-}
-
-/// Which pairs the sweep reports ([`LinearKdTree::for_each_candidate`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum Candidates {
-    /// Every pair of records whose nodes are nested, with duplicates when
-    /// boxes are split (the paper's kd-tree-1). Pieces of one box are never
-    /// paired with each other.
-    Raw,
-    /// Each pair of boxes whose quantised ranges overlap, once: a superset of
-    /// the overlapping pairs found with integer tests only (the role of the
-    /// paper's kd-tree-2 and its bounding-sphere filter).
-    Unique,
-    /// Each pair of overlapping boxes ([`BoundingBox::overlaps`]), once.
-    Exact,
 }
 
 /// Configuration of a [`LinearKdTree`].
@@ -344,7 +337,7 @@ impl<B: BoundingBox> BoxSource<B> for [B] {
 /// );
 /// tree.build(&boxes).unwrap();
 /// let mut pairs = 0;
-/// tree.for_each_candidate(&boxes, Candidates::Exact, |a, b| {
+/// tree.for_each_candidate_pair(&boxes, Candidates::Exact, |a, b| {
 ///     assert_eq!((a.min(b), a.max(b)), (0, 1));
 ///     pairs += 1;
 /// }).unwrap();
@@ -760,13 +753,23 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
         true
     }
 
-    /// Calls `f(a, b)` for the pairs selected by `mode` (see [`Candidates`]).
-    /// `boxes` must be the slice of the last build.
+    /// Calls `f(a, b)` for the pairs selected by `mode`. `boxes` must be the
+    /// slice of the last build. For the kd-tree the modes are:
+    ///
+    /// * [`Candidates::Raw`]: every pair of records whose nodes are nested,
+    ///   with duplicates when boxes are split (the paper's kd-tree-1). Pieces
+    ///   of one box are never paired with each other.
+    /// * [`Candidates::Unique`]: each pair of boxes whose quantised ranges
+    ///   overlap, once: a superset of the overlapping pairs found with integer
+    ///   tests only (the role of the paper's kd-tree-2 and its bounding-sphere
+    ///   filter).
+    /// * [`Candidates::Exact`]: each pair of overlapping boxes
+    ///   ([`BoundingBox::overlaps`]), once.
     ///
     /// # Errors
     /// [`Error::LengthMismatch`] if `boxes` is not as long as the slice of the
     /// last build.
-    pub fn for_each_candidate<F: FnMut(u32, u32)>(
+    pub fn for_each_candidate_pair<F: FnMut(u32, u32)>(
         &self,
         boxes: &[B],
         mode: Candidates,
@@ -872,7 +875,7 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
     /// # Errors
     /// [`Error::NonFinite`] or [`Error::InvertedBox`] for a bad query box,
     /// [`Error::LengthMismatch`] as in
-    /// [`for_each_candidate`](Self::for_each_candidate).
+    /// [`for_each_candidate_pair`](Self::for_each_candidate_pair).
     pub fn query<F: FnMut(u32)>(&self, boxes: &[B], aabb: &B, f: F) -> Result<(), Error> {
         if boxes.len() != self.id_bound || boxes.len() != self.elements {
             return Err(Error::LengthMismatch {

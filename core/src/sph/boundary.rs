@@ -42,6 +42,13 @@ pub struct Obstacle<P: Point> {
     pub velocity: P,
 }
 
+impl<P: Point> Default for Obstacle<P> {
+    /// The unused value, [`Obstacle::EMPTY`] (a buffer of defaults is an empty buffer).
+    fn default() -> Self {
+        Self::EMPTY
+    }
+}
+
 impl<P: Point> Obstacle<P> {
     /// A static obstacle.
     pub const fn fixed(shape: Shape<P>) -> Self {

@@ -327,7 +327,7 @@ impl<P: Point> SphParams<P> {
 /// Density, pressure, normal and acceleration are those of the last force
 /// evaluation: with leapfrog, the one at the half step `(r_{i+½}, v_{i+½})`.
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct ParticleState<P> {
     /// Velocity.
@@ -345,6 +345,13 @@ pub struct ParticleState<P> {
     pub density: f32,
     /// Pressure of the last evaluation (eq. 6 or 7).
     pub pressure: f32,
+}
+
+impl<P: Point> Default for ParticleState<P> {
+    /// The unused value, [`ParticleState::EMPTY`] (a buffer of defaults is an empty buffer).
+    fn default() -> Self {
+        Self::EMPTY
+    }
 }
 
 impl<P: Point> ParticleState<P> {

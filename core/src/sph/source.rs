@@ -10,9 +10,14 @@ use super::{Fluid, ParticleState};
 /// A regular lattice filling a box: points at `min + (i + ½)·spacing` along
 /// each axis, for every `i ≥ 0` that keeps the point inside the (closed) box,
 /// i.e. `round(extent / spacing)` points per axis.
+///
+/// When the extent is `k + ½` spacings the last point lies on the box's far
+/// face; `f32` rounding of `min + (i + ½)·spacing` can land it one step past
+/// the face, so every point is clamped to the box: every point is inside it.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Lattice<P: Point> {
     origin: P,
+    max: P,
     spacing: f32,
     counts: [u32; 3],
 }
@@ -48,6 +53,7 @@ impl<P: Point> Lattice<P> {
         let half = P::from_fn(|_| 0.5 * spacing);
         Ok(Self {
             origin: region.min() + half,
+            max: region.max(),
             spacing,
             counts,
         })
@@ -72,7 +78,7 @@ impl<P: Point> Lattice<P> {
                 (i / nx as usize) % ny.max(1) as usize,
                 i / (nx as usize * ny.max(1) as usize),
             ];
-            self.origin + P::from_fn(|k| idx[k] as f32 * self.spacing)
+            (self.origin + P::from_fn(|k| idx[k] as f32 * self.spacing)).min(self.max)
         })
     }
 }
@@ -285,5 +291,39 @@ impl<P: Point> Emitter<P> {
             self.travelled -= self.spacing;
         }
         Ok(added)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::geom::{Aabb3, Vec3};
+    use crate::sph::SphParams;
+
+    /// Regression: a block whose extent is `k + ½` spacings put its last
+    /// lattice point one float step past the far face, and `fill_block`
+    /// refused a block inside the domain with `OutOfRange`.
+    #[test]
+    fn half_spacing_extents_fill_the_whole_block() {
+        for (extent, per_axis) in [(0.35f32, 4usize), (0.45, 5), (0.95, 10)] {
+            let domain = Aabb3::new(Vec3::ZERO, Vec3::new(extent, extent, extent)).unwrap();
+            let lattice = Lattice::<Vec3>::new(domain, 0.1).unwrap();
+            assert_eq!(lattice.len(), per_axis.pow(3), "{extent}");
+            for p in lattice.points() {
+                let inside = (0..3).all(|k| p.coord(k) >= 0.0 && p.coord(k) <= extent);
+                assert!(inside, "{extent}: {p:?} outside");
+            }
+            let params = SphParams::<Vec3>::seed(domain, 0.1).unwrap();
+            let mut fluid = Fluid::new(
+                [Vec3::ZERO; 1000],
+                [ParticleState::<Vec3>::EMPTY; 1000],
+                params,
+            );
+            assert_eq!(
+                fluid.fill_block(domain, 0.1, Vec3::ZERO),
+                Ok(per_axis.pow(3)),
+                "{extent}"
+            );
+        }
     }
 }

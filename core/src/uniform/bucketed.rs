@@ -21,6 +21,13 @@ pub struct Bucket<const K: usize> {
     ids: [u32; K],
 }
 
+impl<const K: usize> Default for Bucket<K> {
+    /// The unused value, [`Bucket::EMPTY`] (a buffer of defaults is an empty buffer).
+    fn default() -> Self {
+        Self::EMPTY
+    }
+}
+
 impl<const K: usize> Bucket<K> {
     /// A never-used bucket.
     pub const EMPTY: Self = Self {
@@ -32,18 +39,19 @@ impl<const K: usize> Bucket<K> {
     };
 }
 
-impl<const K: usize> Default for Bucket<K> {
-    fn default() -> Self {
-        Self::EMPTY
-    }
-}
-
 /// A particle of a [`BucketHash`]: its position and cell.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct BucketParticle<P: Point> {
     pos: P,
     cell: P::Cell,
+}
+
+impl<P: Point> Default for BucketParticle<P> {
+    /// The unused value, [`BucketParticle::EMPTY`] (a buffer of defaults is an empty buffer).
+    fn default() -> Self {
+        Self::EMPTY
+    }
 }
 
 impl<P: Point> BucketParticle<P> {

@@ -12,11 +12,18 @@ use crate::traits::NeighborSearch;
 const NIL: u32 = u32::MAX;
 
 /// A table slot of a [`LinkedHash`]: the first particle of its list.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Head {
     stamp: u32,
     head: u32,
+}
+
+impl Default for Head {
+    /// The unused value, [`Head::EMPTY`] (a buffer of defaults is an empty buffer).
+    fn default() -> Self {
+        Self::EMPTY
+    }
 }
 
 impl Head {
@@ -27,13 +34,20 @@ impl Head {
 }
 
 /// A particle of a [`LinkedHash`]: position, cell and list links.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct LinkedParticle<P: Point> {
     pos: P,
     cell: P::Cell,
     next: u32,
     prev: u32,
+}
+
+impl<P: Point> Default for LinkedParticle<P> {
+    /// The unused value, [`LinkedParticle::EMPTY`] (a buffer of defaults is an empty buffer).
+    fn default() -> Self {
+        Self::EMPTY
+    }
 }
 
 impl<P: Point> LinkedParticle<P> {

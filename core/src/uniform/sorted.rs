@@ -16,11 +16,18 @@ use crate::traits::NeighborSearch;
 const NIL: u32 = u32::MAX;
 
 /// A table slot: the build it was written in and the first run of its chain.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct TableSlot {
     stamp: u32,
     slot: u32,
+}
+
+impl Default for TableSlot {
+    /// The unused value, [`TableSlot::EMPTY`] (a buffer of defaults is an empty buffer).
+    fn default() -> Self {
+        Self::EMPTY
+    }
 }
 
 impl TableSlot {
@@ -29,11 +36,18 @@ impl TableSlot {
 }
 
 /// A particle in cell order: its position and its index in the build input.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct SortedParticle<P> {
     pos: P,
     id: u32,
+}
+
+impl<P: Point> Default for SortedParticle<P> {
+    /// The unused value, [`SortedParticle::EMPTY`] (a buffer of defaults is an empty buffer).
+    fn default() -> Self {
+        Self::EMPTY
+    }
 }
 
 impl<P: Point> SortedParticle<P> {
@@ -58,13 +72,20 @@ impl<P: Point> SortedParticle<P> {
 /// (sorted position) of input particle `i`, and, for `i` below the number of
 /// occupied cells, the start and cell of the `i`-th run and the next run
 /// whose cell hashes to the same table slot.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct CellRecord<P: Point> {
     rank: u32,
     start: u32,
     cell: P::Cell,
     next: u32,
+}
+
+impl<P: Point> Default for CellRecord<P> {
+    /// The unused value, [`CellRecord::EMPTY`] (a buffer of defaults is an empty buffer).
+    fn default() -> Self {
+        Self::EMPTY
+    }
 }
 
 impl<P: Point> CellRecord<P> {

@@ -387,7 +387,7 @@ pub fn run(mut report: impl FnMut(Figure)) {
         r,
         "LinearKdTree<u64> for_each_candidate",
         (1024, 1024),
-        || tree.for_each_candidate(&boxes, Candidates::Exact, |_, _| n += 1),
+        || tree.for_each_candidate_pair(&boxes, Candidates::Exact, |_, _| n += 1),
     )
     .unwrap();
     assert!(n > 0);

@@ -508,7 +508,7 @@ mod tests {
                     t.build(&boxes).unwrap();
                     t.validate_against(&boxes).unwrap();
                     let mut got = PairSet::EMPTY;
-                    t.for_each_candidate(&boxes, Candidates::Exact, |a, b| got.add(a, b))
+                    t.for_each_candidate_pair(&boxes, Candidates::Exact, |a, b| got.add(a, b))
                         .unwrap();
                     assert_eq!(got, brute_box_pairs(&boxes), "config {k}, scene {scene}");
                     // A small move for the temporal-reuse build.

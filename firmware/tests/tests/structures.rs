@@ -323,11 +323,11 @@ mod tests {
         assert_eq!(t.len(), C);
         let want = brute_box_pairs(&boxes);
         let mut got = PairSet::EMPTY;
-        t.for_each_candidate(&boxes, Candidates::Exact, |a, b| got.add(a, b))
+        t.for_each_candidate_pair(&boxes, Candidates::Exact, |a, b| got.add(a, b))
             .unwrap();
         assert_eq!(got, want);
         let mut unique = PairSet::EMPTY;
-        t.for_each_candidate(&boxes, Candidates::Unique, |a, b| unique.add(a, b))
+        t.for_each_candidate_pair(&boxes, Candidates::Unique, |a, b| unique.add(a, b))
             .unwrap();
         assert!(unique.count >= want.count);
         assert!(t.count_raw() >= unique.count as u64);
@@ -344,7 +344,7 @@ mod tests {
         t.build(&boxes).unwrap();
         assert_eq!(t.stats().records, C);
         let mut plain = PairSet::EMPTY;
-        t.for_each_candidate(&boxes, Candidates::Exact, |a, b| plain.add(a, b))
+        t.for_each_candidate_pair(&boxes, Candidates::Exact, |a, b| plain.add(a, b))
             .unwrap();
         assert_eq!(plain, want);
     }
