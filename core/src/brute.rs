@@ -312,6 +312,43 @@ impl<B: BoundingBox, S: Storage<BruteSlot<B>>> Validate for BruteForceBroadPhase
     }
 }
 
+impl<P: Point, S: Storage<P>> crate::inspect::Inspect for BruteForceNeighbors<P, S> {
+    type Stats = crate::inspect::SearchStats;
+
+    /// `N · size_of::<P>()`.
+    fn memory_bytes(&self) -> usize {
+        core::mem::size_of_val(self.positions.as_ref())
+    }
+
+    fn stats(&self) -> Self::Stats {
+        crate::inspect::SearchStats {
+            particles: self.len,
+            capacity: self.positions.as_ref().len(),
+            radius: self.radius,
+            table_slots: 0,
+            occupied_slots: 0,
+        }
+    }
+}
+
+impl<B: BoundingBox, S: Storage<BruteSlot<B>>> crate::inspect::Inspect
+    for BruteForceBroadPhase<B, S>
+{
+    type Stats = crate::inspect::BruteStats;
+
+    /// `C · size_of::<BruteSlot<B>>()`.
+    fn memory_bytes(&self) -> usize {
+        core::mem::size_of_val(self.slots.as_ref())
+    }
+
+    fn stats(&self) -> Self::Stats {
+        crate::inspect::BruteStats {
+            boxes: self.len,
+            capacity: self.capacity(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -81,6 +81,7 @@ pub mod geom;
 pub mod hhash;
 pub mod hhg;
 pub mod ids;
+pub mod inspect;
 pub mod kdtree;
 mod pair_cache;
 mod sort;
@@ -94,7 +95,8 @@ pub use brute::{BruteForceBroadPhase, BruteForceNeighbors, BruteSlot};
 pub use error::{Corruption, Error, Validate};
 pub use geom::{Aabb2, Aabb3, BoundingBox, HASH_PRIMES, Point, Vec2, Vec3};
 pub use hhg::{HhgConfig, HhgRecord, HhgSlot, HhgStats, HierarchicalHashGrid, UpdateStrategy};
-pub use pair_cache::{NeighborPair, PairCache};
+pub use inspect::{BruteStats, Inspect, SearchStats};
+pub use pair_cache::{NeighborPair, PairCache, PairCacheStats};
 pub use storage::Storage;
 pub use traits::{BroadPhase, Candidates, NeighborSearch};
 

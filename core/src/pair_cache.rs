@@ -99,14 +99,14 @@ impl<N, S: Storage<NeighborPair>> PairCache<N, S> {
         self.needed
     }
 
+    /// Pairs the buffer holds.
+    pub fn capacity(&self) -> usize {
+        self.pairs.as_ref().len()
+    }
+
     /// The recorded pairs (empty if they did not fit).
     pub fn pairs(&self) -> &[NeighborPair] {
         &self.pairs.as_ref()[..self.len]
-    }
-
-    /// Bytes of the pair buffer.
-    pub fn memory_bytes(&self) -> usize {
-        core::mem::size_of_val(self.pairs.as_ref())
     }
 }
 
@@ -180,5 +180,36 @@ impl<N: Validate, S: Storage<NeighborPair>> Validate for PairCache<N, S> {
             W,
             "cached pairs are all the pairs",
         )
+    }
+}
+
+/// Occupancy of a [`PairCache`] and of the search it wraps.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct PairCacheStats<T> {
+    /// Pairs recorded by the last build (0 if they did not fit).
+    pub cached_pairs: usize,
+    /// Pairs the buffer holds.
+    pub capacity: usize,
+    /// The wrapped search's figures.
+    pub inner: T,
+}
+
+impl<N: crate::inspect::Inspect, S: Storage<NeighborPair>> crate::inspect::Inspect
+    for PairCache<N, S>
+{
+    type Stats = PairCacheStats<N::Stats>;
+
+    /// `12Q` bytes of pairs plus the wrapped search's buffers.
+    fn memory_bytes(&self) -> usize {
+        core::mem::size_of_val(self.pairs.as_ref()) + self.inner.memory_bytes()
+    }
+
+    fn stats(&self) -> Self::Stats {
+        PairCacheStats {
+            cached_pairs: self.len,
+            capacity: self.pairs.as_ref().len(),
+            inner: self.inner.stats(),
+        }
     }
 }

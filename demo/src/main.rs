@@ -241,7 +241,7 @@ fn run(a: &Args, wall: Instant) -> Result<(), String> {
         "  pair cache: {} pairs ({} per particle, {:.1} MB){}",
         a.pair_cache * a.particles,
         a.pair_cache,
-        search.memory_bytes() as f64 / 1e6,
+        (search.capacity() * core::mem::size_of::<spatium::NeighborPair>()) as f64 / 1e6,
         if a.pair_cache == 0 { ", off" } else { "" }
     );
     say!(

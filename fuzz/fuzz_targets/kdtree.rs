@@ -42,6 +42,7 @@
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
+use spatium::Inspect;
 use spatium::kdtree::{
     Candidates, KdBroadPhase, KdConfig, KdRecord, KdSlot, KdStats, LinearKdTree, LocCode, SortAlgo,
     Split,

@@ -7,6 +7,7 @@
 //! pairs must equal brute force. The records are validated against the boxes
 //! after every build.
 
+use spatium::Inspect;
 use spatium::kdtree::{
     Candidates, KdBroadPhase, KdConfig, KdRecord, KdSlot, LinearKdTree, LocCode, SortAlgo, Split,
 };

@@ -45,6 +45,7 @@ mod common;
 use common::{Lattice, lattice, lattice_corners, pow2};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseResult;
+use spatium::Inspect;
 use spatium::kdtree::{
     Candidates, KdBroadPhase, KdConfig, KdRecord, KdSlot, LinearKdTree, LocCode, SortAlgo, Split,
 };

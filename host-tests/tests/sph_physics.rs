@@ -5,6 +5,7 @@
 //! accounted for, also when the fluid is full; solids are never penetrated;
 //! runs are deterministic bit for bit; errors change nothing.
 
+use spatium::Inspect;
 use spatium::sph::boundary::{Obstacle, Obstacles, Shape};
 use spatium::sph::source::Emitter;
 use spatium::sph::{Fluid, Integrator, ParticleState, SphParams};

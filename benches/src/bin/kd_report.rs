@@ -28,6 +28,7 @@ use parry3d::bounding_volume::Aabb as ParryAabb;
 use parry3d::math::Vector as ParryVector;
 use parry3d::partitioning::{Bvh, BvhBuildStrategy};
 use plotters::prelude::*;
+use spatium::Inspect;
 use spatium::kdtree::{
     BuildPhase, Candidates, KdConfig, KdRecord, LinearKdTree, LocCode, SortAlgo, Split,
 };

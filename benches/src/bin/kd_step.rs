@@ -8,6 +8,7 @@
 
 use std::time::Instant;
 
+use spatium::Inspect;
 use spatium::kdtree::{BuildPhase, Candidates, KdConfig, KdRecord, LinearKdTree, LocCode, Split};
 use spatium::{Aabb3, Vec3};
 use spatium_host_tests::rng::Rng;

@@ -106,11 +106,6 @@ impl<B: BoundingBox, K: LocCode, S: Storage<KdSlot<B>>, R: Storage<KdRecord<K>>>
         &self.tree
     }
 
-    /// What the last rebuild did.
-    pub fn stats(&self) -> KdStats {
-        self.tree.stats()
-    }
-
     /// Replaces the configuration.
     pub fn set_config(&mut self, config: KdConfig<B>) {
         self.tree.set_config(config);
@@ -249,5 +244,21 @@ impl<B: BoundingBox, K: LocCode, S: Storage<KdSlot<B>>, R: Storage<KdRecord<K>>>
             self.tree.validate_with(slots)?;
         }
         Ok(())
+    }
+}
+
+impl<B: BoundingBox, K: LocCode, S: Storage<KdSlot<B>>, R: Storage<KdRecord<K>>>
+    crate::inspect::Inspect for KdBroadPhase<B, K, S, R>
+{
+    type Stats = KdStats;
+
+    /// `C · size_of::<B>()` of slots plus the tree's record buffers.
+    fn memory_bytes(&self) -> usize {
+        core::mem::size_of_val(self.slots.as_ref()) + self.tree.memory_bytes()
+    }
+
+    /// What the last (re)build did.
+    fn stats(&self) -> KdStats {
+        self.tree.stats()
     }
 }

@@ -408,11 +408,6 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
         self.clear();
     }
 
-    /// What the last build did.
-    pub fn stats(&self) -> KdStats {
-        self.stats
-    }
-
     /// Boxes in the last build.
     pub fn len(&self) -> usize {
         self.elements
@@ -1035,5 +1030,22 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> Validate for LinearKdT
                 )
             }
         }
+    }
+}
+
+impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> crate::inspect::Inspect
+    for LinearKdTree<B, K, R>
+{
+    type Stats = KdStats;
+
+    /// The two record buffers: `2R · size_of::<KdRecord<K>>()`.
+    fn memory_bytes(&self) -> usize {
+        core::mem::size_of_val(self.records.as_ref())
+            + core::mem::size_of_val(self.scratch.as_ref())
+    }
+
+    /// What the last build did.
+    fn stats(&self) -> KdStats {
+        self.stats
     }
 }

@@ -603,3 +603,31 @@ impl<P: Point, B: BroadPhase<P::Aabb> + crate::error::Validate, S: Storage<Obsta
         Ok(())
     }
 }
+
+/// Occupancy of [`Obstacles`] and of their broad phase.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct ObstacleStats<T> {
+    /// Obstacles stored.
+    pub obstacles: usize,
+    /// The broad phase's figures.
+    pub broad_phase: T,
+}
+
+impl<P: Point, B: BroadPhase<P::Aabb> + crate::inspect::Inspect, S: Storage<Obstacle<P>>>
+    crate::inspect::Inspect for Obstacles<P, B, S>
+{
+    type Stats = ObstacleStats<B::Stats>;
+
+    /// `C · size_of::<Obstacle<P>>()` plus the broad phase's buffers.
+    fn memory_bytes(&self) -> usize {
+        core::mem::size_of_val(self.shapes.as_ref()) + self.broad_phase.memory_bytes()
+    }
+
+    fn stats(&self) -> Self::Stats {
+        ObstacleStats {
+            obstacles: self.len,
+            broad_phase: self.broad_phase.stats(),
+        }
+    }
+}

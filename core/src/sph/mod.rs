@@ -623,13 +623,6 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
         &self.state.as_ref()[..self.len]
     }
 
-    /// Bytes of the two buffers: `capacity · (size_of::<P>() +
-    /// size_of::<ParticleState<P>>())`.
-    pub fn memory_bytes(&self) -> usize {
-        core::mem::size_of_val(self.positions.as_ref())
-            + core::mem::size_of_val(self.state.as_ref())
-    }
-
     /// Removes every particle.
     pub fn clear(&mut self) {
         self.len = 0;
@@ -1016,5 +1009,38 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> crate::error::Valida
             W,
             "positions and velocities finite",
         )
+    }
+}
+
+/// Occupancy of a [`Fluid`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct FluidStats {
+    /// Particles stored.
+    pub particles: usize,
+    /// Particles the buffers hold.
+    pub capacity: usize,
+    /// Steps taken.
+    pub steps: u64,
+}
+
+impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> crate::inspect::Inspect
+    for Fluid<P, X, S>
+{
+    type Stats = FluidStats;
+
+    /// Bytes of the two buffers: `capacity · (size_of::<P>() +
+    /// size_of::<ParticleState<P>>())`.
+    fn memory_bytes(&self) -> usize {
+        core::mem::size_of_val(self.positions.as_ref())
+            + core::mem::size_of_val(self.state.as_ref())
+    }
+
+    fn stats(&self) -> FluidStats {
+        FluidStats {
+            particles: self.len,
+            capacity: self.capacity(),
+            steps: self.steps,
+        }
     }
 }

@@ -387,3 +387,37 @@ where
         ensure(total == n, W, "lists hold every particle once")
     }
 }
+
+impl<P, T, S> crate::inspect::Inspect for LinkedHash<P, T, S>
+where
+    P: Point,
+    T: Storage<Head>,
+    S: Storage<LinkedParticle<P>>,
+{
+    type Stats = crate::inspect::SearchStats;
+
+    /// The buffers' bytes (the formula in [`crate::uniform`]'s table).
+    fn memory_bytes(&self) -> usize {
+        core::mem::size_of_val(self.table.as_ref())
+            + core::mem::size_of_val(self.particles.as_ref())
+    }
+
+    /// `O(T)`: counts the slots stamped by the last build.
+    fn stats(&self) -> Self::Stats {
+        let table = self.table.as_ref();
+        crate::inspect::SearchStats {
+            particles: self.len as usize,
+            capacity: self.particles.as_ref().len(),
+            radius: self.grid.radius(),
+            table_slots: table.len(),
+            occupied_slots: if self.len == 0 {
+                0
+            } else {
+                table
+                    .iter()
+                    .filter(|s| s.stamp == self.stamp && s.head != NIL)
+                    .count()
+            },
+        }
+    }
+}

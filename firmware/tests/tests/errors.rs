@@ -20,6 +20,8 @@ fn setup() {
 mod tests {
     use core::mem::size_of;
 
+    use spatium::Inspect;
+
     use spatium::hhash::{
         HashBucket, HashConfig, HashEntry, HashSlot, HierarchicalHash, MultilevelHash,
     };

@@ -20,6 +20,7 @@ fn setup() {
 
 #[embedded_test::tests]
 mod tests {
+    use spatium::Inspect;
     use spatium::kdtree::{KdBroadPhase, KdConfig, KdRecord, KdSlot};
     use spatium::sph::boundary::{Obstacle, Obstacles, Shape};
     use spatium::sph::source::Emitter;

@@ -17,6 +17,7 @@ fn setup() {
 
 #[embedded_test::tests]
 mod tests {
+    use spatium::Inspect;
     use spatium::hhash::{
         HashBucket, HashConfig, HashEntry, HashSlot, HierarchicalHash, MultilevelHash,
     };
