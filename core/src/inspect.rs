@@ -21,7 +21,9 @@
 /// );
 /// hash.build(&[Vec3::ZERO, Vec3::new(0.5, 0.0, 0.0)], 1.0).unwrap();
 /// let s = hash.stats();
-/// assert_eq!((s.particles, s.table_slots, s.occupied_slots), (2, 64, 1));
+/// // The grid is centred on the data: the two particles sit in the cells on
+/// // either side of its origin.
+/// assert_eq!((s.particles, s.table_slots, s.occupied_slots), (2, 64, 2));
 /// // 8 bytes per slot and 40 per particle (3D): the documented `8T + 40N`.
 /// assert_eq!(hash.memory_bytes(), 8 * 64 + 40 * 8);
 /// ```
