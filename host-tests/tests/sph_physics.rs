@@ -567,7 +567,7 @@ fn memory_formulas() {
 }
 
 /// `sort_by_cell` renumbers the particles into Morton order of their cells
-/// (keys non-decreasing afterwards), keeps every particle's position and
+/// in the uniform grid (keys non-decreasing afterwards), keeps every particle's position and
 /// velocity, and a step after it moves each particle as a step without it
 /// would (to rounding: pair sums come in another order).
 #[test]
@@ -598,18 +598,10 @@ fn sort_by_cell_renumbers_only() {
     let mut a = build(&items);
     let mut b = build(&items);
     b.sort_by_cell().unwrap();
-    let key = |x: &Vec3| {
-        let c = |v: f32| ((v / p.h).floor() as u64).min((1 << 21) - 1);
-        let spread = |mut v: u64| {
-            let mut out = 0u64;
-            for bit in 0..21 {
-                out |= (v & 1) << (3 * bit);
-                v >>= 1;
-            }
-            out
-        };
-        spread(c(x.x)) | spread(c(x.y)) << 1 | spread(c(x.z)) << 2
-    };
+    // The cells of the uniform hashes' grid of radius h, centred on the
+    // domain, along the Morton curve.
+    let grid = spatium::uniform::Grid::new(p.h, Vec3::new(0.2, 0.2, 0.2), 1).unwrap();
+    let key = |x: &Vec3| Vec3::cell_morton(grid.cell(*x).unwrap());
     let keys: Vec<u64> = b.positions().iter().map(key).collect();
     assert!(keys.windows(2).all(|w| w[0] <= w[1]), "not in Morton order");
     let bits = |f: &VecFluid<Vec3>| {

@@ -931,8 +931,9 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
         }
     }
 
-    /// Renumbers the particles in Morton (Z) order of their cells of side
-    /// `h` inside the domain, so that neighbours are near in memory: the
+    /// Renumbers the particles in Morton (Z) order of their cells in the
+    /// uniform grid of radius `h` centred on the domain (the cells every
+    /// [`crate::uniform`] hash uses), so that neighbours are near in memory: the
     /// pair passes then read the particle arrays almost sequentially. A
     /// fluid poured or stirred for a while loses that order; on a shuffled
     /// 32 768-particle block the pair passes ran 1.6× slower than in cell
@@ -946,24 +947,17 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
     pub fn sort_by_cell(&mut self) -> Result<(), Error> {
         self.params.kernels()?;
         let n = self.len;
-        let lo = self.params.domain.min();
-        let inv = 1.0 / self.params.h;
-        // Cells past 2²¹ per axis (3D) share the last key: still a valid
-        // order, only a coarser one.
-        let limit = if P::DIM == 3 { (1 << 21) - 1 } else { i32::MAX };
+        // The cells of the uniform grid of radius h over the domain (the
+        // grid every uniform hash uses), ordered along the Morton curve.
+        let d = self.params.domain;
+        let centre = P::from_fn(|k| 0.5 * d.min().coord(k) + 0.5 * d.max().coord(k));
+        let grid = crate::uniform::Grid::new(self.params.h, centre, 1)?;
         let x = &self.positions.as_ref()[..n];
         let st = &mut self.state.as_mut()[..n];
         for (s, xi) in st.iter_mut().zip(x) {
             s.start_position = *xi;
         }
-        st.sort_unstable_by_key(|s| {
-            let c = P::cell_from_fn(|k| {
-                let q = libm::floorf((s.start_position.coord(k) - lo.coord(k)) * inv);
-                // NaN-free: positions are finite, the domain is checked.
-                (q.max(0.0) as i64).min(i64::from(limit)) as i32
-            });
-            P::cell_morton(c)
-        });
+        st.sort_unstable_by_key(|s| P::cell_morton(grid.cell_clamped(s.start_position)));
         for (xi, s) in self.positions.as_mut()[..n].iter_mut().zip(st.iter()) {
             *xi = s.start_position;
         }

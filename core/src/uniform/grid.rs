@@ -138,6 +138,19 @@ impl<P: Point> Grid<P> {
         })
     }
 
+    /// The cell of any finite point, with coordinates beyond
+    /// [`UNIFORM_RANGE_CELLS`] (+ 2) clamped to it: a cell for ordering
+    /// (renumbering particles along the Morton curve of their cells), where
+    /// far points sharing the border cell is harmless.
+    #[inline(always)]
+    pub(crate) fn cell_clamped(&self, p: P) -> P::Cell {
+        P::cell_from_fn(|k| {
+            let t = (p.coord(k) - self.origin.coord(k)) * self.inv_cell;
+            // NaN clamps to NaN, which converts to 0: still a valid cell.
+            floor_i32(t.clamp(-LIMIT - 2.0, LIMIT + 2.0)) + UNIFORM_RANGE_CELLS
+        })
+    }
+
     /// The cell of a query point around which `stored` particles are
     /// searched: `Ok(None)` when none is stored or the point lies so far
     /// outside the accepted range that no stored particle can be within the
