@@ -266,25 +266,30 @@ impl<P: Point> SphParams<P> {
     /// gravity; the domain's [`BoundingBox::check`] error.
     pub fn kernels(&self) -> Result<Kernels, Error> {
         let k = Kernels::new::<P>(self.h)?;
-        let positive = [
-            (self.mass, "mass"),
-            (self.rest_density, "rest_density"),
-            (self.stiffness, "stiffness"),
-            (self.dt, "dt"),
+        // The first four must be positive, the rest non-negative; one loop
+        // (a table of names) keeps the check small in firmware.
+        const FIELDS: [&str; 8] = [
+            "mass",
+            "rest_density",
+            "stiffness",
+            "dt",
+            "viscosity",
+            "surface_tension",
+            "particle_radius",
+            "damping",
         ];
-        let non_negative = [
-            (self.viscosity, "viscosity"),
-            (self.surface_tension, "surface_tension"),
-            (self.particle_radius, "particle_radius"),
-            (self.damping, "damping"),
+        let values = [
+            self.mass,
+            self.rest_density,
+            self.stiffness,
+            self.dt,
+            self.viscosity,
+            self.surface_tension,
+            self.particle_radius,
+            self.damping,
         ];
-        for (v, field) in positive {
-            if !(v.is_finite() && v > 0.0) {
-                return Err(Error::InvalidConfig { field });
-            }
-        }
-        for (v, field) in non_negative {
-            if !(v.is_finite() && v >= 0.0) {
+        for (i, (&v, field)) in values.iter().zip(FIELDS).enumerate() {
+            if !(v.is_finite() && (v > 0.0 || (i >= 4 && v == 0.0))) {
                 return Err(Error::InvalidConfig { field });
             }
         }
