@@ -94,11 +94,22 @@ pub mod uniform;
 pub use brute::{BruteForceBroadPhase, BruteForceNeighbors, BruteSlot};
 pub use error::{Corruption, Error, Validate};
 pub use geom::{Aabb2, Aabb3, BoundingBox, HASH_PRIMES, Point, Vec2, Vec3};
+pub use hhash::{
+    ClassHash, HashBucket, HashConfig, HashEntry, HashSlot, HashStats, HierarchicalHash,
+    MultilevelHash,
+};
 pub use hhg::{HhgConfig, HhgRecord, HhgSlot, HhgStats, HierarchicalHashGrid, UpdateStrategy};
 pub use inspect::{BruteStats, Inspect, SearchStats};
+pub use kdtree::{KdBroadPhase, KdConfig, KdRecord, KdSlot, KdStats, LinearKdTree};
 pub use pair_cache::{NeighborPair, PairCache, PairCacheStats};
+pub use sph::boundary::{Obstacle, Obstacles};
+pub use sph::{Fluid, FluidStats, ParticleState, SphParams};
 pub use storage::Storage;
 pub use traits::{BroadPhase, Candidates, NeighborSearch};
+pub use uniform::{
+    Bucket, BucketHash, BucketParticle, CellRecord, CellSortedHash, Head, LinkedHash,
+    LinkedParticle, SortedParticle, TableSlot,
+};
 
 /// The README's examples, compiled and run as doctests.
 #[cfg(doctest)]
