@@ -12,6 +12,21 @@
 //! The same code serves both. Capacities are the buffers' lengths; nothing is
 //! ever allocated or grown. Each structure documents its memory as a formula
 //! over these lengths.
+//!
+//! # Buffers that must fit together: one rule
+//!
+//! `new` is a `const fn` that never fails, so a structure can live in a
+//! `static`. Every relation between its buffers is therefore either harmless
+//! by construction — the capacity is the smallest that all the buffers
+//! support — or checked with an error at first use (a table length that is
+//! not a power of two is refused by the first build or insert). Structures
+//! with such a checkable relation also offer `new_checked`, which returns
+//! the same error at construction time ([`crate::Error::InvalidTableLength`],
+//! [`crate::Error::InvalidStorage`]). No buffer relation is ever only a doc
+//! sentence: no combination of buffers makes an operation panic.
+//!
+//! Every buffer element type's `Default` equals its `EMPTY`, so a buffer
+//! filled with `Default::default()` is an empty buffer.
 
 /// A buffer of `T` a structure can use as storage: `[T; N]`, `&mut [T]`, or
 /// anything else that derefs to a mutable slice.

@@ -116,6 +116,17 @@ where
         }
     }
 
+    /// As [`new`](Self::new), with the table length checked now rather than
+    /// at the first build.
+    ///
+    /// # Errors
+    /// [`Error::InvalidTableLength`] unless the table's length is a power of
+    /// two in `1..=2³¹`.
+    pub fn new_checked(table: T, particles: S) -> Result<Self, Error> {
+        crate::table::table_mask(table.as_ref().len())?;
+        Ok(Self::new(table, particles))
+    }
+
     /// Most particles a build accepts.
     pub fn capacity(&self) -> usize {
         self.particles.as_ref().len().min(u32::MAX as usize - 1)

@@ -232,4 +232,41 @@ mod tests {
             x += 0.001;
         }
     }
+
+    /// `new_checked` refuses a table length the first build would refuse,
+    /// and accepts what `new` + build accepts.
+    #[test]
+    fn new_checked_refuses_bad_tables() {
+        use crate::uniform::{
+            Bucket, BucketHash, BucketParticle, CellRecord, CellSortedHash, Head, LinkedHash,
+            LinkedParticle, SortedParticle, TableSlot,
+        };
+        let bad = Err(Error::InvalidTableLength { len: 6 });
+        assert_eq!(
+            CellSortedHash::<Vec3, _, _, _>::new_checked(
+                [TableSlot::EMPTY; 6],
+                [SortedParticle::EMPTY; 4],
+                [CellRecord::EMPTY; 4]
+            )
+            .map(|_| ()),
+            bad
+        );
+        assert_eq!(
+            BucketHash::<Vec3, _, _, 2>::new_checked(
+                [Bucket::<2>::EMPTY; 6],
+                [BucketParticle::EMPTY; 4]
+            )
+            .map(|_| ()),
+            bad
+        );
+        assert_eq!(
+            LinkedHash::<Vec3, _, _>::new_checked([Head::EMPTY; 6], [LinkedParticle::EMPTY; 4])
+                .map(|_| ()),
+            bad
+        );
+        assert!(
+            LinkedHash::<Vec3, _, _>::new_checked([Head::EMPTY; 8], [LinkedParticle::EMPTY; 4])
+                .is_ok()
+        );
+    }
 }
