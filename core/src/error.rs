@@ -19,9 +19,9 @@ pub enum Error {
     InvalidRadius,
     /// A coordinate lies farther from the structure's origin (in cells)
     /// than its cell arithmetic represents exactly. Each structure documents
-    /// its limit: [`crate::cell::MAX_UNIFORM_CELLS`] for the uniform grid,
-    /// [`crate::hhg::HHG_RANGE_CELLS`] for the hierarchical hash grid,
-    /// [`crate::hhash::HHASH_RANGE_CELLS`] for hierarchical hashing, the root box for
+    /// its limit: [`crate::cell::UNIFORM_RANGE_CELLS`] for the uniform grid,
+    /// [`crate::cell::HHG_RANGE_CELLS`] for the hierarchical hash grid,
+    /// [`crate::cell::HHASH_RANGE_CELLS`] for hierarchical hashing, the root box for
     /// the kd-tree.
     OutOfRange,
     /// More elements than the structure's storage holds.

@@ -4,7 +4,7 @@
 //! A broad phase stores the box of id `i` in slot `i` of a caller-provided
 //! buffer, so insert, update and remove address it directly. Each structure
 //! has its own slot type (what else it keeps per id differs), and each slot
-//! type says whether it holds a box through [`IdSlot`]; the checks below are
+//! type says whether it holds a box through `IdSlot`; the checks below are
 //! the same for all of them.
 
 use crate::error::Error;
