@@ -64,8 +64,6 @@ const KEY_TOO_LARGE: u32 = (31 << LOCAL_BITS) | 1;
 
 /// End of a list.
 const NONE: u32 = u32::MAX;
-/// Ids are below this (and below the slot count).
-const MAX_IDS: u32 = (1 << 31) - 1;
 /// An empty cell.
 const EMPTY: u32 = u32::MAX;
 
@@ -102,7 +100,7 @@ pub struct HhgSlot<B> {
 /// the list of occupied cells that detection and growth walk, so that no
 /// empty cell is ever visited. A grid cell holds the index of its record.
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct HhgRecord {
     /// The cell's key (`level << 27 | cell`), or the flat-array key.
@@ -114,6 +112,28 @@ pub struct HhgRecord {
 impl HhgRecord {
     /// An unused record.
     pub const EMPTY: Self = Self { key: 0, head: NONE };
+}
+
+impl<B: BoundingBox> crate::ids::IdSlot for HhgSlot<B> {
+    type Box = B;
+    #[inline(always)]
+    fn stored(&self) -> Option<B> {
+        (self.key != ABSENT).then_some(self.aabb)
+    }
+}
+
+impl<B: BoundingBox> Default for HhgSlot<B> {
+    /// The unused value, [`HhgSlot::EMPTY`] (a buffer of defaults is an empty buffer).
+    fn default() -> Self {
+        Self::EMPTY
+    }
+}
+
+impl Default for HhgRecord {
+    /// The unused value, [`HhgRecord::EMPTY`].
+    fn default() -> Self {
+        Self::EMPTY
+    }
 }
 
 impl<B: BoundingBox> HhgSlot<B> {
@@ -428,8 +448,9 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u
     const TABLE: usize = Dims::table(B::Point::DIM);
 
     /// An empty grid over `slots` (all [`HhgSlot::EMPTY`]; the capacity is
-    /// its length), `recs` (at least as long as `slots`; any contents) and
-    /// `arena` (any contents; its length bounds the grids).
+    /// its length), `recs` (any contents; its length bounds the number of
+    /// boxes stored: make it as long as `slots`) and `arena` (any contents;
+    /// its length bounds the grids).
     pub const fn new(slots: S, recs: R, arena: A, config: HhgConfig) -> Self {
         Self {
             slots,
@@ -449,6 +470,21 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u
             unsorted: 0,
             _b: PhantomData,
         }
+    }
+
+    /// As [`new`](Self::new), refusing buffers that do not fit together.
+    ///
+    /// # Errors
+    /// [`Error::InvalidStorage`] when `recs` is shorter than `slots` (with
+    /// [`new`](Self::new) such a grid refuses boxes beyond the record
+    /// buffer's length with [`Error::CapacityExceeded`]).
+    pub fn new_checked(slots: S, recs: R, arena: A, config: HhgConfig) -> Result<Self, Error> {
+        if recs.as_ref().len() < slots.as_ref().len() {
+            return Err(Error::InvalidStorage {
+                what: "the record buffer must be at least as long as the slot buffer",
+            });
+        }
+        Ok(Self::new(slots, recs, arena, config))
     }
 
     /// Arena words for one grid able to hold `objects` boxes at the
@@ -982,21 +1018,22 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u
 
     // -------------------------------------------------------------- checking
 
+    /// An insert's checks: a free id (the shared id table), and room for one
+    /// more box in the record buffer (each box takes at most one record: its
+    /// cell's, or its own on the small-N path), so that a record buffer
+    /// shorter than the slot buffer refuses boxes instead of overflowing.
     fn check_id_free(&self, id: u32) -> Result<(), Error> {
-        match self.slots.as_ref().get(id as usize) {
-            None => Err(Error::IdOutOfRange { id }),
-            Some(_) if id >= MAX_IDS => Err(Error::IdOutOfRange { id }),
-            Some(s) if s.key != ABSENT => Err(Error::DuplicateId { id }),
-            Some(_) => Ok(()),
+        crate::ids::vacant(self.slots.as_ref(), id)?;
+        let room = self.recs.as_ref().len();
+        if self.len as usize >= room {
+            return Err(Error::CapacityExceeded { capacity: room });
         }
+        Ok(())
     }
 
     fn stored_key(&self, id: u32) -> Result<u32, Error> {
-        match self.slots.as_ref().get(id as usize) {
-            None => Err(Error::IdOutOfRange { id }),
-            Some(s) if s.key == ABSENT => Err(Error::UnknownId { id }),
-            Some(s) => Ok(s.key),
-        }
+        crate::ids::stored(self.slots.as_ref(), id)?;
+        Ok(self.slots.as_ref()[id as usize].key)
     }
 
     fn check_unbounded(b: &B) -> Result<(), Error> {
@@ -1481,7 +1518,7 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u
     for HierarchicalHashGrid<B, S, R, A>
 {
     fn capacity(&self) -> usize {
-        self.slots.as_ref().len().min(MAX_IDS as usize)
+        crate::ids::capacity(self.slots.as_ref().len())
     }
 
     fn box_count(&self) -> usize {
@@ -1645,7 +1682,7 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u
         let arena = self.arena.as_ref();
         let table = Self::TABLE;
         ensure(self.used <= arena.len(), W, "arena use within the arena")?;
-        ensure(recs.len() >= slots.len(), W, "a record per id")?;
+        ensure(self.len as usize <= recs.len(), W, "a record per box")?;
         ensure(self.garbage <= self.used, W, "garbage within use")?;
         ensure(self.nrec <= self.len, W, "records <= boxes")?;
         // Regions: disjoint, within use, tables as built.
@@ -1790,5 +1827,63 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u
         let stored = slots.iter().filter(|s| s.key != ABSENT).count();
         ensure(stored == self.len as usize, W, "stored ids == len")?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::geom::{Aabb3, Vec3};
+
+    fn cube(x: f32) -> Aabb3 {
+        Aabb3::new(Vec3::new(x, 0.0, 0.0), Vec3::new(x + 1.0, 1.0, 1.0)).unwrap()
+    }
+
+    /// Regression: a record buffer shorter than the slot buffer panicked
+    /// (index out of bounds in `insert`). `new_checked` refuses it; over
+    /// `new`, boxes beyond the records are refused and nothing is lost.
+    #[test]
+    fn short_record_buffer_refuses_instead_of_panicking() {
+        let refused = HierarchicalHashGrid::<Aabb3, _, _, _>::new_checked(
+            [HhgSlot::EMPTY; 8],
+            [HhgRecord::EMPTY; 3],
+            [0u32; 0],
+            HhgConfig::DEFAULT,
+        );
+        assert!(matches!(refused, Err(Error::InvalidStorage { .. })));
+        // Small-N path and grid path (small_n 2 switches to grids early).
+        for small_n in [64, 2] {
+            let config = HhgConfig {
+                small_n,
+                ..HhgConfig::DEFAULT
+            };
+            let mut g = HierarchicalHashGrid::<Aabb3, _, _, _>::new(
+                [HhgSlot::EMPTY; 8],
+                [HhgRecord::EMPTY; 3],
+                [0u32; 4096],
+                config,
+            );
+            for id in 0..3 {
+                g.insert(id, cube(id as f32 * 3.0)).unwrap();
+            }
+            assert_eq!(
+                g.insert(5, cube(20.0)),
+                Err(Error::CapacityExceeded { capacity: 3 })
+            );
+            assert_eq!(g.box_count(), 3);
+            assert!(g.validate().is_ok());
+            let mut pairs = 0;
+            g.for_each_overlap(|_, _| pairs += 1).unwrap();
+            assert_eq!(pairs, 0);
+            g.remove(1).unwrap();
+            g.insert(5, cube(20.0)).unwrap();
+            assert!(g.validate().is_ok());
+        }
+    }
+
+    #[test]
+    fn buffer_defaults_are_empty() {
+        assert_eq!(HhgSlot::<Aabb3>::default(), HhgSlot::<Aabb3>::EMPTY);
+        assert_eq!(HhgRecord::default(), HhgRecord::EMPTY);
     }
 }
