@@ -218,8 +218,9 @@ impl<B: BoundingBox, S: Storage<BruteSlot<B>>> BroadPhase<B> for BruteForceBroad
     }
 
     fn insert(&mut self, id: u32, aabb: B) -> Result<(), Error> {
-        crate::ids::vacant(self.slots.as_ref(), id)?;
+        crate::ids::index(self.slots.as_ref().len(), id)?;
         aabb.check()?;
+        crate::ids::vacant(self.slots.as_ref(), id)?;
         let slots = self.slots.as_mut();
         let d = self.len;
         slots[id as usize].aabb = aabb;

@@ -51,7 +51,7 @@
 //! # Memory: fixed table, entry pool, timestamps (§4.3)
 //!
 //! A structure is four caller buffers: `C` [`HashSlot`]s (one per object id),
-//! `T` [`HashBucket`]s (the table, a power of two; [`table_len_for`] follows
+//! `T` [`HashBucket`]s (the table, a power of two; [`crate::table::table_len`] follows
 //! the paper's guidance of about 100 buckets per polygon), `E` [`HashEntry`]s
 //! (the pool the buckets' linked lists draw from: one entry per cell an
 //! element is stored in) and `N` particle positions. Every bucket carries the
@@ -207,7 +207,9 @@ impl<P: Point> HashConfig<P> {
     /// The preprocessing pass of §2.2: the smallest class of size `base`
     /// (the fluid's interaction radius) plus the class of every size in
     /// `sizes` (longest box edges; sizes at or below `base` add nothing,
-    /// sizes above `base · 2^30` add the largest level).
+    /// sizes above `base · 2^30` add the largest level, [`MAX_LEVEL`]). The
+    /// result always round-trips: `HashConfig::new(c.base(), c.levels())`
+    /// gives `c` back.
     ///
     /// # Errors
     /// As [`new`](Self::new); [`Error::NonFinite`] for a size that is NaN or
@@ -228,7 +230,10 @@ impl<P: Point> HashConfig<P> {
         if !size.is_finite() {
             return Err(Error::NonFinite);
         }
-        let l = level_for(size * self.inv_base);
+        // Sizes beyond the largest class add the largest class (which
+        // subdivides them): a level above MAX_LEVEL would not round-trip
+        // through `new`.
+        let l = self.level_at_least(size).min(MAX_LEVEL);
         Ok(Self {
             levels: self.levels | (1 << l),
             ..self
@@ -271,15 +276,34 @@ impl<P: Point> HashConfig<P> {
         self.origin
     }
 
-    /// The size of the class of level `c`.
+    /// The size of the class of level `c` (`base · 2^c`; levels above
+    /// [`MAX_LEVEL`], which no configuration holds, report the largest
+    /// class's size).
     pub fn class_size(&self, c: u32) -> f32 {
         self.base * (1u64 << c.min(MAX_LEVEL)) as f32
+    }
+
+    /// Smallest level whose class size `base · 2^l` is at least `edge`
+    /// (up to 31 for edges beyond the largest class).
+    ///
+    /// The ratio `edge / base` is rounded, and can round down onto a power
+    /// of two (base 1.9233739, edge 1.9233741: ratio exactly 1.0 in `f32`),
+    /// which would pick a class smaller than the edge. `base · 2^l` is exact
+    /// in `f32` (a power-of-two scaling), so the comparison is exact.
+    #[inline]
+    fn level_at_least(&self, edge: f32) -> u32 {
+        let l = level_for(edge * self.inv_base);
+        if l < 31 && self.base * ((1u64 << l) as f32) < edge {
+            l + 1
+        } else {
+            l
+        }
     }
 
     /// The class an object of this box goes to: the smallest class at least
     /// as large as its longest edge, or the largest class (subdivided).
     pub fn class_of(&self, aabb: &P::Aabb) -> u32 {
-        let need = level_for(aabb.longest_edge() * self.inv_base);
+        let need = self.level_at_least(aabb.longest_edge());
         let above = self.levels & !((1u32 << need) - 1);
         if above != 0 {
             above.trailing_zeros()
@@ -431,6 +455,35 @@ pub struct HashSlot<B> {
     aabb: B,
     level: u32,
     lo: [i32; 3],
+}
+
+impl<B: BoundingBox> crate::ids::IdSlot for HashSlot<B> {
+    type Box = B;
+    #[inline(always)]
+    fn stored(&self) -> Option<B> {
+        self.get()
+    }
+}
+
+impl<B: BoundingBox> Default for HashSlot<B> {
+    /// The unused value, [`HashSlot::EMPTY`] (a buffer of defaults is an empty buffer).
+    fn default() -> Self {
+        Self::EMPTY
+    }
+}
+
+impl Default for HashBucket {
+    /// The unused value, [`HashBucket::EMPTY`].
+    fn default() -> Self {
+        Self::EMPTY
+    }
+}
+
+impl Default for HashEntry {
+    /// The unused value, [`HashEntry::EMPTY`].
+    fn default() -> Self {
+        Self::EMPTY
+    }
 }
 
 impl<B: BoundingBox> HashSlot<B> {
@@ -1422,12 +1475,7 @@ where
     }
 
     fn present(&self, id: u32) -> Result<B, Error> {
-        let slot = self
-            .slots
-            .as_ref()
-            .get(id as usize)
-            .ok_or(Error::IdOutOfRange { id })?;
-        slot.get().ok_or(Error::UnknownId { id })
+        crate::ids::stored(self.slots.as_ref(), id)
     }
 
     fn capacity_error(&self) -> Error {
@@ -1541,7 +1589,7 @@ where
     Pt: Storage<B::Point>,
 {
     fn capacity(&self) -> usize {
-        self.slots.as_ref().len().min(MAX_ELEMENTS)
+        crate::ids::capacity(self.slots.as_ref().len())
     }
 
     fn box_count(&self) -> usize {
@@ -1549,13 +1597,9 @@ where
     }
 
     fn insert(&mut self, id: u32, aabb: B) -> Result<(), Error> {
-        if id as usize >= self.capacity() {
-            return Err(Error::IdOutOfRange { id });
-        }
+        crate::ids::index(self.slots.as_ref().len(), id)?;
         aabb.check()?;
-        if self.slots.as_ref()[id as usize].get().is_some() {
-            return Err(Error::DuplicateId { id });
-        }
+        crate::ids::vacant(self.slots.as_ref(), id)?;
         let need = self.config.entries_of(&aabb)?;
         self.ready()?;
         let pool = self.pool.as_ref().len() as u64;
@@ -1910,6 +1954,73 @@ impl Iterator for EntryIter<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn buffer_defaults_are_empty() {
+        use crate::geom::Aabb3;
+        assert_eq!(HashBucket::default(), HashBucket::EMPTY);
+        assert_eq!(HashEntry::default(), HashEntry::EMPTY);
+        // HashSlot::EMPTY holds a NaN box, unequal to itself: compare what
+        // the slot says it holds.
+        assert!(crate::ids::IdSlot::stored(&HashSlot::<Aabb3>::default()).is_none());
+    }
+
+    /// Regression (defect 4): the ratio edge / base rounded down onto 1.0
+    /// and the box went to a class smaller than its longest edge (27 cells
+    /// instead of at most 8), so a pool sized by the formula ran short.
+    #[test]
+    fn class_is_never_smaller_than_the_longest_edge() {
+        use crate::geom::{Aabb3, Vec3};
+        let base = 1.923_373_9_f32;
+        let c = HashConfig::<Vec3>::new(base, 0b11).unwrap();
+        let b = Aabb3::new(
+            Vec3::new(1.923_373_8, 1.923_373_8, 1.923_373_8),
+            Vec3::new(3.846_747_9, 3.846_747_9, 3.846_747_9),
+        )
+        .unwrap();
+        let l = c.class_of(&b);
+        assert!(c.class_size(l) >= b.longest_edge(), "class {l}");
+        assert_eq!(l, 1);
+        assert!(c.entries_of(&b).unwrap() <= 8);
+        // Exhaustively near powers of two of the base.
+        let mut x = 1.0f32;
+        for _ in 0..2000 {
+            for k in 0..4 {
+                let edge = base * (1u32 << k) as f32 * x;
+                let l = c.level_at_least(edge);
+                assert!(c.base * (1u64 << l) as f32 >= edge, "{edge}");
+                assert!(
+                    l == 0 || c.base * ((1u64 << (l - 1)) as f32) < edge,
+                    "{edge}"
+                );
+            }
+            x = f32::from_bits(x.to_bits() + 1);
+        }
+    }
+
+    /// Regression (defect 5): sizes beyond the largest class set level 31,
+    /// which `new` refuses, so the configuration did not round-trip and
+    /// `class_size(31)` reported the wrong size.
+    #[test]
+    fn configurations_from_sizes_round_trip() {
+        use crate::geom::Vec3;
+        let c = HashConfig::<Vec3>::from_sizes(1.0, [2e9]).unwrap();
+        assert_eq!(c.levels(), 1 | (1 << MAX_LEVEL));
+        assert_eq!(c.class_size(MAX_LEVEL), (1u64 << 30) as f32);
+        for sizes in [
+            &[][..],
+            &[0.5, 3.0, 1e3][..],
+            &[2e9, f32::MAX][..],
+            &[1.0, 2.0, 4.0, 1e30][..],
+        ] {
+            let c = HashConfig::<Vec3>::from_sizes(0.25, sizes.iter().copied()).unwrap();
+            assert_eq!(
+                HashConfig::<Vec3>::new(c.base(), c.levels()),
+                Ok(c),
+                "{sizes:?}"
+            );
+        }
+    }
 
     #[test]
     fn levels_follow_eq2() {

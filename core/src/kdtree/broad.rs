@@ -162,8 +162,8 @@ impl<B: BoundingBox, K: LocCode, S: Storage<KdSlot<B>>, R: Storage<KdRecord<K>>>
         if id as usize >= self.capacity() {
             return Err(Error::IdOutOfRange { id });
         }
-        crate::ids::vacant(self.slots.as_ref(), id)?;
         aabb.check()?;
+        crate::ids::vacant(self.slots.as_ref(), id)?;
         let room = self.tree.record_capacity();
         if self.len >= room {
             return Err(Error::CapacityExceeded { capacity: room });
