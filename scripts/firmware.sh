@@ -19,10 +19,14 @@
 #
 # A tool that cannot be installed skips only the stages that need it, with
 # a loud SKIPPED line, and the final line says so: never a silent pass.
+# Under CI (CI=true) or with REQUIRE_QEMU=1 every skip fails instead: the
+# on-target tests must run under QEMU, not only build.
 #
 # Environment:
 #   NO_INSTALL=1          install nothing (missing tools skip their stages)
-#   INSTALL_DEFMT_PRINT=1 install defmt-print if missing (~5 min)
+#   INSTALL_DEFMT_PRINT=1 install defmt-print if missing (~5 min; on by
+#                         default under CI)
+#   REQUIRE_QEMU=1        fail instead of skipping
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -32,9 +36,15 @@ TARGET=thumbv7em-none-eabihf
 QEMU_MACHINE="qemu-system-arm -cpu cortex-m4 -machine mps2-an386 -nographic"
 
 NO_INSTALL="${NO_INSTALL:-0}"
-INSTALL_DEFMT_PRINT="${INSTALL_DEFMT_PRINT:-0}"
+REQUIRE_QEMU="${REQUIRE_QEMU:-0}"
+SKIP_FATAL_VAR=REQUIRE_QEMU
 # shellcheck source=lib/stages.sh
 source "$ROOT/scripts/lib/stages.sh"
+if in_ci; then
+    INSTALL_DEFMT_PRINT="${INSTALL_DEFMT_PRINT:-1}"
+else
+    INSTALL_DEFMT_PRINT="${INSTALL_DEFMT_PRINT:-0}"
+fi
 
 apt_install() {
     if [[ "$NO_INSTALL" == "1" ]] || ! have apt-get; then

@@ -13,7 +13,13 @@
 # Environment:
 #   FUZZ_SECONDS=N  fuzz each target for N seconds (default 30, which keeps
 #                   a fresh machine's whole run near 30 minutes)
-#   SKIP_FUZZ=1     skip the fuzz stage (announced loudly, never silently)
+#   SKIP_FUZZ=1     skip the fuzz stage (announced loudly, never silently;
+#                   refused under CI)
+#   CI=true         (set by .ci/run) every stage is required: a skip of any
+#                   stage (no QEMU, no browser, no Vulkan driver, ...) fails
+#                   the run, REQUIRE_GPU=1 and REQUIRE_BROWSER=1 are exported
+#                   to the sub-scripts and the GPU test binaries. A local run
+#                   without CI may skip, loudly, and says so in its last line.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -22,6 +28,15 @@ FUZZ_SECONDS="${FUZZ_SECONDS:-30}"
 SKIP_FUZZ="${SKIP_FUZZ:-0}"
 # shellcheck source=lib/stages.sh
 source scripts/lib/stages.sh
+
+if in_ci; then
+    export REQUIRE_GPU=1 REQUIRE_BROWSER=1 REQUIRE_QEMU=1
+    if [[ "$SKIP_FUZZ" == "1" ]]; then
+        echo "CI=$CI: SKIP_FUZZ=1 is refused (CI never passes a skipped stage)" >&2
+        exit 1
+    fi
+    echo "CI=$CI: every stage is required; a skipped stage fails the run"
+fi
 
 stage "toolchain components: rustfmt, clippy"
 rustup component add rustfmt clippy

@@ -4,6 +4,9 @@
 # Before sourcing, a script may set SKIP_FATAL_VAR to the name of a variable
 # (REQUIRE_BROWSER, REQUIRE_GPU) that, when it is 1, turns every skip into a
 # failure.
+#
+# Under CI (CI=true or CI=1, which .ci/run sets) every skip is a failure,
+# whatever SKIP_FATAL_VAR says: CI never passes a stage that did not run.
 
 SCRIPT_START=$SECONDS
 STAGE_START=$SECONDS
@@ -27,13 +30,25 @@ stage() {
     printf '\n==> [%s] %s\n' "$(date +%H:%M:%S)" "$STAGE_NAME"
 }
 
+# `in_ci`: true when running under CI (CI=true / CI=1 / CI=yes).
+in_ci() {
+    case "${CI:-}" in
+    true | TRUE | True | 1 | yes) return 0 ;;
+    *) return 1 ;;
+    esac
+}
+
 # Announces loudly that something did not run and records it in SKIPPED;
-# fails instead when the variable named by SKIP_FATAL_VAR is 1.
+# fails instead under CI, or when the variable named by SKIP_FATAL_VAR is 1.
 skip() {
     SKIPPED+=("$1")
     printf '\n!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!\n' >&2
     printf 'SKIPPED: %s\n' "$1" >&2
     printf '!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!\n\n' >&2
+    if in_ci; then
+        echo "CI=$CI: every stage is required, so this skip FAILS the run: $1" >&2
+        exit 1
+    fi
     if [[ -n "${SKIP_FATAL_VAR:-}" && "${!SKIP_FATAL_VAR:-0}" == 1 ]]; then
         echo "$SKIP_FATAL_VAR=1: failing instead of skipping" >&2
         exit 1

@@ -36,8 +36,10 @@ pub fn gpu(test: &str) -> Option<Gpu> {
             Some(gpu)
         }
         Err(e) => {
-            if std::env::var("REQUIRE_GPU").is_ok_and(|v| v == "1") {
-                panic!("{test}: REQUIRE_GPU=1 but no usable GPU adapter: {e}");
+            let required = std::env::var("REQUIRE_GPU").is_ok_and(|v| v == "1")
+                || std::env::var("CI").is_ok_and(|v| matches!(v.as_str(), "true" | "1" | "yes"));
+            if required {
+                panic!("{test}: REQUIRE_GPU=1 or CI=true but no usable GPU adapter: {e}");
             }
             eprintln!(
                 "SKIPPED: {test}: no usable GPU adapter ({e}); set REQUIRE_GPU=1 to fail instead"
