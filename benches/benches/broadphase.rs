@@ -13,8 +13,8 @@ use core::time::Duration;
 use criterion::{Criterion, criterion_group, criterion_main};
 use spatium::{Aabb3, BroadPhase, BruteForceBroadPhase, HhgConfig, UpdateStrategy};
 use spatium_benches::bp_peers::{ParryBvh, SweepAndPrune};
-use spatium_host_tests::make;
-use spatium_host_tests::scenarios::moving_cubes;
+use spatium_host::make;
+use spatium_host::scenarios::moving_cubes;
 
 const N: usize = 10_000;
 

@@ -28,8 +28,8 @@ use spatium::hhash::{
 };
 use spatium::table::{SLOTS_PER_OBJECT, table_len};
 use spatium::{Aabb2, BroadPhase, NeighborSearch, Vec2};
-use spatium_host_tests::make::{self, VecClassHash};
-use spatium_host_tests::pouchol::{
+use spatium_host::make::{self, VecClassHash};
+use spatium_host::pouchol::{
     SEGMENT_MAX, SQUARE_NNS, objects_2d, points_2d, segment_box, segment_hits, segments_2d,
 };
 

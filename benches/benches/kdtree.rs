@@ -26,7 +26,7 @@ use spatium::kdtree::{Candidates, KdConfig, KdRecord, LinearKdTree, SortAlgo, Sp
 use spatium::{Aabb3, BroadPhase, HhgConfig, UpdateStrategy};
 use spatium_benches::bp_peers::{ParryBvh, SweepAndPrune};
 use spatium_benches::settle::{PairSource, Settle};
-use spatium_host_tests::make::{self, VecHhg};
+use spatium_host::make::{self, VecHhg};
 
 const N: usize = 10_000;
 

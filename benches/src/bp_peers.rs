@@ -61,7 +61,7 @@ impl<B: BoundingBox> Entry<B> {
 /// number of objects is fixed at construction.
 ///
 /// [`update`]: SweepAndPrune::update
-/// [`for_each_pair`]: SweepAndPrune::for_each_pair
+/// [`for_each_pair`]: SweepAndPrune::for_each_overlap
 #[derive(Clone, Debug)]
 pub struct SweepAndPrune<B> {
     /// Objects sorted by `min_x`.
@@ -338,9 +338,9 @@ impl ParryBvh {
 #[cfg(test)]
 mod tests {
     use spatium::{Aabb2, Vec3};
-    use spatium_host_tests::oracle::overlapping_pairs;
-    use spatium_host_tests::rng::Rng;
-    use spatium_host_tests::scenarios::{BoxScenario, moving_cubes};
+    use spatium_host::oracle::overlapping_pairs;
+    use spatium_host::rng::Rng;
+    use spatium_host::scenarios::{BoxScenario, moving_cubes};
 
     use super::*;
 

@@ -3,7 +3,7 @@
 
 use spatium::table::table_len;
 use spatium::{NeighborSearch, Vec3};
-use spatium_host_tests::make;
+use spatium_host::make;
 
 use crate::TABLE_FACTOR;
 use crate::runner::{Imp, Metric, Runner};

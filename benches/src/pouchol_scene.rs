@@ -42,8 +42,8 @@
 
 use spatium::hhash::{Candidates, HashConfig, Scheme};
 use spatium::{Aabb3, BroadPhase, NeighborSearch, Vec3};
-use spatium_host_tests::make::{self, VecCellSorted, VecClassHash};
-use spatium_host_tests::pouchol::{PARTICLE_3D, Sphere, spheres_3d};
+use spatium_host::make::{self, VecCellSorted, VecClassHash};
+use spatium_host::pouchol::{PARTICLE_3D, Sphere, spheres_3d};
 
 /// Number of static spheres (the paper's 2000).
 pub const SPHERES: usize = 2000;

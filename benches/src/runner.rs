@@ -19,7 +19,7 @@ use rstar::RTree;
 use rstar::primitives::GeomWithData;
 use spatium::table::{SLOTS_PER_OBJECT, table_len};
 use spatium::{BruteForceNeighbors, NeighborSearch, Vec3};
-use spatium_host_tests::make::{self, VecBucket, VecCellSorted, VecLinked};
+use spatium_host::make::{self, VecBucket, VecCellSorted, VecLinked};
 use splashsurf_lib::Aabb3d;
 use splashsurf_lib::neighborhood_search::{
     FlatNeighborhoodList, neighborhood_search_spatial_hashing,

@@ -4,7 +4,7 @@ use core::fmt;
 
 use spatium::table::table_len;
 use spatium::{NeighborSearch, Vec3};
-use spatium_host_tests::{Rng, make, scenarios};
+use spatium_host::{Rng, make, scenarios};
 use splashsurf_lib::nalgebra::Vector3;
 
 use crate::{JITTER, SEED, SPACING, STEP, TABLE_FACTOR};

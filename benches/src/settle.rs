@@ -30,7 +30,7 @@ use core::f64::consts::PI;
 
 use spatium::kdtree::{Candidates, KdConfig, KdRecord, LinearKdTree};
 use spatium::{Aabb3, Vec3};
-use spatium_host_tests::rng::Rng;
+use spatium_host::rng::Rng;
 
 /// Sphere radius.
 pub const RADIUS: f32 = 1.0;

@@ -28,7 +28,7 @@ use spatium::table::table_len;
 use spatium::{
     Aabb3, BruteForceNeighbors, Error, NeighborPair, NeighborSearch, PairCache, Point, Vec3,
 };
-use spatium_host_tests::make::{self, VecBucket, VecCellSorted, VecClassHash, VecLinked};
+use spatium_host::make::{self, VecBucket, VecCellSorted, VecClassHash, VecLinked};
 use splashsurf_lib::Aabb3d;
 use splashsurf_lib::nalgebra::Vector3;
 use splashsurf_lib::neighborhood_search::{
@@ -575,7 +575,7 @@ impl StageTimer for StageClock {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use spatium_host_tests::Rng;
+    use spatium_host::Rng;
 
     /// Sorted `(min, max, d²)` pairs.
     fn pairs<N: NeighborSearch<Vec3>>(s: &N) -> Vec<(u32, u32, u32)> {

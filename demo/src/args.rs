@@ -26,7 +26,7 @@ usage: spatium-demo [FLAGS]
                      times; 0..=256, 0 turns the cache off (default 32)
   -h, --help         print this text";
 
-pub use spatium_host_tests::runtime::{BroadKind, Named, SearchKind};
+pub use spatium_host::runtime::{BroadKind, Named, SearchKind};
 
 /// The kind named `value`, or a message naming the flag and listing the
 /// names.

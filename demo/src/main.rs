@@ -53,7 +53,7 @@ use spatium::{Aabb3, Error, NeighborPair, PairCache, Vec3};
 use args::Named;
 use args::{Args, Command, USAGE};
 use render::DensityScale;
-use spatium_host_tests::runtime::{AnyBroad, AnySearch};
+use spatium_host::runtime::{AnyBroad, AnySearch};
 
 /// The obstacles' broad phase, chosen by flag.
 type Broad = AnyBroad<Aabb3>;

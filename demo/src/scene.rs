@@ -5,7 +5,7 @@ use spatium::sph::SphParams;
 use spatium::sph::boundary::{Obstacle, Shape};
 use spatium::sph::source::Emitter;
 use spatium::{Aabb3, Vec3};
-use spatium_host_tests::Rng;
+use spatium_host::Rng;
 
 /// Centre of the pipe's mouth.
 pub const PIPE_ORIGIN: Vec3 = Vec3::new(0.5, 0.92, 0.5);

@@ -32,7 +32,7 @@ use spatium::hhash::{
     Scheme,
 };
 use spatium::{Aabb2, Aabb3, BoundingBox, BroadPhase, Error, NeighborSearch, Point, Validate};
-use spatium_host_tests::boxes::{TestBox, corners, overlap, same};
+use spatium_host::boxes::{TestBox, corners, overlap, same};
 
 const IDS: u32 = 20;
 const CAP: usize = 16;

@@ -36,7 +36,7 @@ use spatium::{
     Aabb2, Aabb3, BoundingBox, BroadPhase, Error, HhgConfig, HhgRecord, HhgSlot, HhgStats,
     HierarchicalHashGrid, UpdateStrategy, Validate,
 };
-use spatium_host_tests::boxes::{TestBox, corners, dim, overlap, same};
+use spatium_host::boxes::{TestBox, corners, dim, overlap, same};
 
 /// Ids are `0..IDS`; those from `CAP` are out of range.
 const IDS: u32 = 40;

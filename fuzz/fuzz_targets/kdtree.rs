@@ -48,7 +48,7 @@ use spatium::kdtree::{
     Split,
 };
 use spatium::{Aabb2, Aabb3, BoundingBox, BroadPhase, Error, Validate};
-use spatium_host_tests::boxes::{TestBox, corners, dim, overlap, same, same_opt};
+use spatium_host::boxes::{TestBox, corners, dim, overlap, same, same_opt};
 
 /// Ids are `0..IDS`; those from `CAP` are out of range.
 const IDS: u32 = 40;

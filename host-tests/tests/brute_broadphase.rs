@@ -4,9 +4,9 @@
 
 use proptest::prelude::*;
 use spatium::{Aabb2, Aabb3, BoundingBox, BroadPhase, BruteForceBroadPhase, Error, Validate, Vec3};
-use spatium_host_tests::make;
-use spatium_host_tests::oracle::collect_box_pairs;
-use spatium_host_tests::scenarios::box_scenarios;
+use spatium_host::make;
+use spatium_host::oracle::collect_box_pairs;
+use spatium_host::scenarios::box_scenarios;
 
 /// Independent overlap test written out per axis (not `BoundingBox::overlaps`).
 fn overlap3(a: &Aabb3, b: &Aabb3) -> bool {

@@ -10,14 +10,14 @@ use spatium::hhash::{Candidates, HashConfig, Hierarchical, Multilevel, Scheme};
 use spatium::{
     Aabb2, Aabb3, BoundingBox, BroadPhase, Error, NeighborSearch, Point, Validate, Vec2, Vec3,
 };
-use spatium_host_tests::make::{self, VecClassHash};
-use spatium_host_tests::oracle::{
+use spatium_host::make::{self, VecClassHash};
+use spatium_host::oracle::{
     assert_same_pairs, collect_box_pairs, collect_pairs, neighbors_of, overlapping_pairs,
     pairs_within, within,
 };
-use spatium_host_tests::pouchol;
-use spatium_host_tests::rng::Rng;
-use spatium_host_tests::scenarios::{BoxScenario, box_scenarios, point_scenarios};
+use spatium_host::pouchol;
+use spatium_host::rng::Rng;
+use spatium_host::scenarios::{BoxScenario, box_scenarios, point_scenarios};
 
 /// Class sets to test a scenario with: the paper's preprocessing over the
 /// sizes, a single class (everything larger is subdivided), and classes

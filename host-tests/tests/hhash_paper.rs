@@ -10,7 +10,7 @@
 
 use spatium::hhash::{HashConfig, Hierarchical, Multilevel, Scheme};
 use spatium::{Aabb2, BoundingBox, BroadPhase, HASH_PRIMES, Vec2};
-use spatium_host_tests::make::{self, VecClassHash};
+use spatium_host::make::{self, VecClassHash};
 
 const A: u32 = 0;
 const B: u32 = 1;

@@ -15,15 +15,15 @@
 //! change nothing, and after every operation `validate()` passes and every
 //! answer equals the model's.
 
-mod common;
+use spatium_host_tests::props as common;
 
 use common::{Lattice, lattice, lattice_corners};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseResult;
 use spatium::hhash::{Candidates, HashConfig, Hierarchical, Multilevel, Scheme};
 use spatium::{Aabb2, Aabb3, BoundingBox, BroadPhase, Error, NeighborSearch, Point, Validate};
-use spatium_host_tests::boxes::{TestBox, dim, overlap};
-use spatium_host_tests::make::{self, VecClassHash};
+use spatium_host::boxes::{TestBox, dim, overlap};
+use spatium_host::make::{self, VecClassHash};
 
 const IDS: u32 = 20;
 const CAP: usize = 16;

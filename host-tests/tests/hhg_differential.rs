@@ -7,10 +7,10 @@ use spatium::{
     Aabb2, Aabb3, BoundingBox, BroadPhase, Error, HhgConfig, HhgRecord, HhgSlot,
     HierarchicalHashGrid, Point, UpdateStrategy, Validate, Vec3,
 };
-use spatium_host_tests::make::{self, VecHhg};
-use spatium_host_tests::oracle::{assert_same_pairs, collect_box_pairs, overlapping_pairs};
-use spatium_host_tests::rng::Rng;
-use spatium_host_tests::scenarios::{BoxScenario, box_scenarios, varied_cubes};
+use spatium_host::make::{self, VecHhg};
+use spatium_host::oracle::{assert_same_pairs, collect_box_pairs, overlapping_pairs};
+use spatium_host::rng::Rng;
+use spatium_host::scenarios::{BoxScenario, box_scenarios, varied_cubes};
 
 /// Brute-force pairs over a partial id space.
 fn brute_pairs<B: BoundingBox>(model: &[Option<B>]) -> Vec<(u32, u32)> {

@@ -19,7 +19,7 @@
 //! `uses_grids()` and the `stats()` counts agree with the model, and the
 //! pairs equal the model's exactly (normalised, sorted, no duplicates).
 
-mod common;
+use spatium_host_tests::props as common;
 
 use common::{Lattice, lattice, lattice_corners, pow2};
 use proptest::prelude::*;
@@ -27,7 +27,7 @@ use proptest::test_runner::TestCaseResult;
 use spatium::{
     Aabb2, Aabb3, BoundingBox, BroadPhase, Error, HhgConfig, HhgStats, UpdateStrategy, Validate,
 };
-use spatium_host_tests::make::{self, VecHhg};
+use spatium_host::make::{self, VecHhg};
 
 /// Ids are `0..IDS`; those from `CAP` are out of range.
 const IDS: u8 = 48;
@@ -38,7 +38,7 @@ const CAP: usize = 42;
 // ---------------------------------------------------------------------------
 
 /// Boxes the tests can build unchecked (NaN, inverted, infinite).
-use spatium_host_tests::boxes::{TestBox, corners, dim, overlap, same, same_opt};
+use spatium_host::boxes::{TestBox, corners, dim, overlap, same, same_opt};
 
 /// A box no configuration may refuse once the levels were fixed by such a
 /// box: finite lattice-like values (`0` or `2⁻¹⁰ ≤ |x| ≤ 2¹²`), edges `0` or

@@ -12,11 +12,11 @@ use spatium::kdtree::{
     Candidates, KdBroadPhase, KdConfig, KdRecord, KdSlot, LinearKdTree, LocCode, SortAlgo, Split,
 };
 use spatium::{Aabb2, Aabb3, BoundingBox, BroadPhase, Error, Point, Validate, Vec2, Vec3};
-use spatium_host_tests::oracle::{
+use spatium_host::oracle::{
     assert_same_pairs, collect_box_pairs, missing_pairs, overlapping_pairs,
 };
-use spatium_host_tests::rng::Rng;
-use spatium_host_tests::scenarios::{BoxScenario, box_scenarios, point_scenarios};
+use spatium_host::rng::Rng;
+use spatium_host::scenarios::{BoxScenario, box_scenarios, point_scenarios};
 
 type VecTree<B, K> = LinearKdTree<B, K, Vec<KdRecord<K>>>;
 

@@ -40,7 +40,7 @@
 //! boxes spanning all of `f32`, points at its extreme corners) are built
 //! under every combination of the configuration options.
 
-mod common;
+use spatium_host_tests::props as common;
 
 use common::{Lattice, lattice, lattice_corners, pow2};
 use proptest::prelude::*;
@@ -63,7 +63,7 @@ type Tree<B, K> = LinearKdTree<B, K, Vec<KdRecord<K>>>;
 // ---------------------------------------------------------------------------
 
 /// Boxes the tests can build unchecked (NaN, inverted, infinite).
-use spatium_host_tests::boxes::{TestBox, corners, dim, overlap, same, same_opt};
+use spatium_host::boxes::{TestBox, corners, dim, overlap, same, same_opt};
 
 /// The error a box must be refused with, independently of `check()`.
 fn box_error<B: BoundingBox>(b: &B) -> Option<Error> {

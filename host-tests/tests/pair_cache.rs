@@ -6,8 +6,8 @@
 
 use spatium::table::table_len;
 use spatium::{NeighborPair, NeighborSearch, PairCache, Point, Validate, Vec2, Vec3};
-use spatium_host_tests::scenarios::point_scenarios;
-use spatium_host_tests::{make, oracle};
+use spatium_host::scenarios::point_scenarios;
+use spatium_host::{make, oracle};
 
 fn pairs_of<P: Point>(ns: &impl NeighborSearch<P>) -> Vec<(u32, u32, u32)> {
     let mut v = Vec::new();

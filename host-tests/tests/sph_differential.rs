@@ -1,6 +1,6 @@
 //! SPH differential tests: one force evaluation of `spatium::sph::Fluid`
 //! over every neighbour search of the crate, on every point scenario in 3D
-//! and 2D, against the `O(N²)` `f64` oracle of `spatium_host_tests::sph`
+//! and 2D, against the `O(N²)` `f64` oracle of `spatium_host::sph`
 //! (the seed's equations written out particle by particle, its own kernels).
 //! Densities, pressures, normals and accelerations must agree to `f32`
 //! rounding. Then whole steps: every neighbour search must give the same
@@ -16,8 +16,8 @@ use spatium::{
     BoundingBox, BroadPhase, BruteForceBroadPhase, BruteForceNeighbors, HhgConfig, NeighborPair,
     NeighborSearch, PairCache, Point, Vec2, Vec3,
 };
-use spatium_host_tests::scenarios::point_scenarios;
-use spatium_host_tests::{PointScenario, Rng, make, sph};
+use spatium_host::scenarios::point_scenarios;
+use spatium_host::{PointScenario, Rng, make, sph};
 
 /// Parameters for a scenario: `h` its radius, a mass giving a lattice of
 /// spacing `h/2` the rest density, the rest of the physics varied by `variant`.

@@ -11,8 +11,8 @@ use spatium::sph::source::Emitter;
 use spatium::sph::{Fluid, Integrator, ParticleState, SphParams};
 use spatium::table::table_len;
 use spatium::{Aabb2, Aabb3, BoundingBox, Error, HhgConfig, Point, Vec2, Vec3};
-use spatium_host_tests::Rng;
-use spatium_host_tests::make::{self, VecCellSorted};
+use spatium_host::Rng;
+use spatium_host::make::{self, VecCellSorted};
 
 type VecFluid<P> = Fluid<P, Vec<P>, Vec<ParticleState<P>>>;
 

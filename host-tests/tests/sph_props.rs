@@ -16,7 +16,7 @@ use spatium::sph::source::Emitter;
 use spatium::sph::{EquationOfState, Fluid, Integrator, ParticleState, SphParams};
 use spatium::table::table_len;
 use spatium::{BoundingBox, Error, HhgConfig, Point, Validate, Vec2, Vec3};
-use spatium_host_tests::make::{self, VecCellSorted, VecHhg};
+use spatium_host::make::{self, VecCellSorted, VecHhg};
 
 const CAP: usize = 40;
 

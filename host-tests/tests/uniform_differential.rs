@@ -4,9 +4,9 @@
 
 use spatium::table::{SLOTS_PER_OBJECT, table_len};
 use spatium::{BruteForceNeighbors, NeighborSearch, Point, Validate, Vec2, Vec3};
-use spatium_host_tests::oracle::{collect_pairs, csr_lists, neighbors_of, pairs_within, within};
-use spatium_host_tests::scenarios::{PointScenario, point_scenarios};
-use spatium_host_tests::{Rng, make};
+use spatium_host::oracle::{collect_pairs, csr_lists, neighbors_of, pairs_within, within};
+use spatium_host::scenarios::{PointScenario, point_scenarios};
+use spatium_host::{Rng, make};
 
 const N: usize = 1500;
 
@@ -209,7 +209,7 @@ fn reorder_gives_identity_sort() {
 /// Scenario generators produce what their documentation promises.
 #[test]
 fn scenarios_have_documented_statistics() {
-    let block = spatium_host_tests::scenarios::fluid_block::<Vec3>(20, 0.5, 0.3, 9);
+    let block = spatium_host::scenarios::fluid_block::<Vec3>(20, 0.5, 0.3, 9);
     let pairs = pairs_within(&block.points, block.radius).len();
     // Interior particles have about 28 neighbours; the surface lowers the mean.
     let interior_mean = 2.0 * pairs as f32 / block.points.len() as f32;
@@ -218,11 +218,13 @@ fn scenarios_have_documented_statistics() {
         "fluid block mean {interior_mean}"
     );
 
-    for sc in spatium_host_tests::scenarios::box_scenarios::<spatium::Aabb3>(4000, 11)
+    for sc in spatium_host::scenarios::box_scenarios::<spatium::Aabb3>(4000, 11)
         .into_iter()
-        .chain(spatium_host_tests::scenarios::box_scenarios::<spatium::Aabb3>(4000, 12))
+        .chain(spatium_host::scenarios::box_scenarios::<spatium::Aabb3>(
+            4000, 12,
+        ))
     {
-        let p = spatium_host_tests::oracle::overlapping_pairs(&sc.boxes).len() as f32 / 4000.0;
+        let p = spatium_host::oracle::overlapping_pairs(&sc.boxes).len() as f32 / 4000.0;
         assert!((1.0..4.0).contains(&p), "{}: {p} pairs per object", sc.name);
     }
 }

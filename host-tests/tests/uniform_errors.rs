@@ -3,9 +3,9 @@
 use spatium::table::{SLOTS_PER_OBJECT, table_len};
 use spatium::uniform;
 use spatium::{Error, NeighborSearch, Point, Validate, Vec2, Vec3};
-use spatium_host_tests::make;
-use spatium_host_tests::oracle::{collect_pairs, csr_lists};
-use spatium_host_tests::scenarios::fluid_block;
+use spatium_host::make;
+use spatium_host::oracle::{collect_pairs, csr_lists};
+use spatium_host::scenarios::fluid_block;
 
 /// Builds `s` from a valid scene, then checks that each bad build is refused
 /// with the expected error and leaves pairs, positions and validity intact.

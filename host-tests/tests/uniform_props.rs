@@ -3,8 +3,8 @@
 
 use proptest::prelude::*;
 use spatium::{BruteForceNeighbors, Error, NeighborSearch, Validate, Vec3};
-use spatium_host_tests::make;
-use spatium_host_tests::oracle::{collect_pairs, csr_lists, neighbors_of, within};
+use spatium_host::make;
+use spatium_host::oracle::{collect_pairs, csr_lists, neighbors_of, within};
 
 #[derive(Clone, Debug)]
 enum Op {

@@ -26,8 +26,8 @@ use spatium::{
     Aabb3, BoundingBox, BroadPhase, BruteForceBroadPhase, HhgConfig, Point, UpdateStrategy, Vec3,
 };
 use spatium_benches::bp_peers::{ParryBvh, SweepAndPrune};
-use spatium_host_tests::make::{self, VecHhg};
-use spatium_host_tests::scenarios::{BoxScenario, elongated, moving_cubes, uneven, varied_cubes};
+use spatium_host::make::{self, VecHhg};
+use spatium_host::scenarios::{BoxScenario, elongated, moving_cubes, uneven, varied_cubes};
 
 const TIMED_STEPS: usize = 5;
 

@@ -46,8 +46,8 @@ use spatium::table::{SLOTS_PER_OBJECT, table_len};
 use spatium::uniform::{CellRecord, SortedParticle, TableSlot};
 use spatium::{Aabb2, Aabb3, BroadPhase, Error, NeighborSearch, Vec2};
 use spatium_benches::pouchol_scene::{Contacts, PoucholScene, SPHERES};
-use spatium_host_tests::make::{self, VecCellSorted, VecClassHash};
-use spatium_host_tests::pouchol::{
+use spatium_host::make::{self, VecCellSorted, VecClassHash};
+use spatium_host::pouchol::{
     SEGMENT_MAX, objects_2d, points_2d, segment_box, segment_hits, segments_2d,
 };
 

@@ -4,8 +4,8 @@
 use std::time::Instant;
 
 use spatium::{Aabb3, BroadPhase, HhgConfig, UpdateStrategy};
-use spatium_host_tests::make;
-use spatium_host_tests::scenarios::{moving_cubes, varied_cubes};
+use spatium_host::make;
+use spatium_host::scenarios::{moving_cubes, varied_cubes};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();

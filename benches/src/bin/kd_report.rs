@@ -37,7 +37,7 @@ use spatium::{
 };
 use spatium_benches::bp_peers::{ParryBvh, SweepAndPrune};
 use spatium_benches::settle::{self, PairSource, Settle};
-use spatium_host_tests::make::{self, VecHhg};
+use spatium_host::make::{self, VecHhg};
 
 /// First timed step; structures are set up on the step before.
 const FIRST_STEP: usize = 50;

@@ -11,7 +11,7 @@ use std::time::Instant;
 use spatium::Inspect;
 use spatium::kdtree::{BuildPhase, Candidates, KdConfig, KdRecord, LinearKdTree, LocCode, Split};
 use spatium::{Aabb3, Vec3};
-use spatium_host_tests::rng::Rng;
+use spatium_host::rng::Rng;
 
 fn spheres(n: usize, d: f64, seed: u64) -> Vec<Aabb3> {
     let side = (n as f64 * 4.0 / 3.0 * core::f64::consts::PI / d).cbrt() as f32;

@@ -32,7 +32,7 @@ use spatium_benches::{
     CheckError, Imp, MAX_N_TABLE_100, Metric, Order, Reference, Runner, SIDES, Scene, TABLE_FACTOR,
     checked_runner,
 };
-use spatium_host_tests::make;
+use spatium_host::make;
 
 /// Command-line options.
 #[derive(Debug)]

@@ -1,4 +1,4 @@
-//! Proptest support shared by the property-test files (`mod common;`).
+//! Proptest support shared by the property-test files.
 
 use proptest::prelude::*;
 
@@ -6,9 +6,13 @@ use proptest::prelude::*;
 /// (exact dyadic arithmetic, so boxes coincide and touch exactly).
 #[derive(Clone, Copy, Debug)]
 pub struct Lattice {
+    /// Exponent of the position scale.
     pub pe: i8,
+    /// Lower corner in quarter units of `2^pe`.
     pub pos: [i8; 3],
+    /// Exponent of the edge scale.
     pub se: i8,
+    /// Edges in quarter units of `2^se`.
     pub edge: [u8; 3],
 }
 
