@@ -293,7 +293,7 @@ impl<P: Point> HashConfig<P> {
     #[inline]
     fn level_at_least(&self, edge: f32) -> u32 {
         let l = level_for(edge * self.inv_base);
-        if l < 31 && self.base * ((1u64 << l) as f32) < edge {
+        if l < 31 && self.base * ((1u32 << l) as f32) < edge {
             l + 1
         } else {
             l
@@ -1597,9 +1597,11 @@ where
     }
 
     fn insert(&mut self, id: u32, aabb: B) -> Result<(), Error> {
-        crate::ids::index(self.slots.as_ref().len(), id)?;
+        let i = crate::ids::index(self.slots.as_ref().len(), id)?;
         aabb.check()?;
-        crate::ids::vacant(self.slots.as_ref(), id)?;
+        if self.slots.as_ref()[i].get().is_some() {
+            return Err(Error::DuplicateId { id });
+        }
         let need = self.config.entries_of(&aabb)?;
         self.ready()?;
         let pool = self.pool.as_ref().len() as u64;
