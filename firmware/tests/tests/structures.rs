@@ -496,7 +496,10 @@ mod tests {
         let want = check_search(cache, &pts);
         assert_eq!(cache.pair_count(), want.count as usize);
         assert_eq!(cache.pairs().len(), want.count as usize);
-        assert_eq!(cache.memory_bytes(), 12 * 2 * N);
+        assert_eq!(
+            cache.memory_bytes(),
+            12 * 2 * N + cache.inner().memory_bytes()
+        );
         let small = SMALL.take();
         small.build(&pts, R).unwrap();
         small.validate().unwrap();
