@@ -101,11 +101,15 @@ fn emitter_refuses_as_the_core_does() {
     // Bad arguments: the core's errors.
     assert_eq!(
         pipe.emit(&mut fluid, f32::NAN),
-        Err(GpuError::Core(spatium::Error::InvalidConfig { field: "dt" }))
+        Err(GpuError::Core(spatium::Error::InvalidConfig {
+            field: "dt"
+        }))
     );
     assert_eq!(
         GpuEmitter::new(origin, Vec3::ZERO, 1.0, 0.05, 0.025, 10).map(|_| ()),
-        Err(GpuError::Core(spatium::Error::InvalidConfig { field: "direction" }))
+        Err(GpuError::Core(spatium::Error::InvalidConfig {
+            field: "direction"
+        }))
     );
     assert_eq!(
         GpuEmitter::new(

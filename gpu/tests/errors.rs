@@ -23,7 +23,9 @@ fn bad_input_is_refused() {
     bad.dt = -1.0;
     assert_eq!(
         make(bad, n, &s.positions, &s.states, config),
-        Err(GpuError::Core(spatium::Error::InvalidConfig { field: "dt" }))
+        Err(GpuError::Core(spatium::Error::InvalidConfig {
+            field: "dt"
+        }))
     );
     bad = s.params;
     bad.h = f32::NAN;

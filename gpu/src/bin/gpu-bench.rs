@@ -15,9 +15,8 @@ use std::time::Instant;
 
 use spatium::Vec3;
 use spatium::sph::{Fluid, ParticleState};
-use spatium::uniform::{
-    CellRecord, CellSortedHash, SortedParticle, TableSlot, table_len_with_factor,
-};
+use spatium::table::table_len;
+use spatium::uniform::{CellRecord, CellSortedHash, SortedParticle, TableSlot};
 use spatium_gpu::scene::{self, Scene};
 use spatium_gpu::{FluidConfig, Gpu, GpuError, SortKind, Stage};
 

@@ -5,7 +5,7 @@
 
 use spatium::sph::{Fluid, ParticleState};
 use spatium::uniform::{CellRecord, CellSortedHash, SortedParticle, TableSlot};
-use spatium::{Point, Vec3, uniform};
+use spatium::{Point, Vec3};
 use spatium_gpu::Gpu;
 use spatium_gpu::scene::Scene;
 
