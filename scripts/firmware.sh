@@ -18,15 +18,21 @@
 # (.text/.data/.bss of one small release binary per structure).
 #
 # A tool that cannot be installed skips only the stages that need it, with
-# a loud SKIPPED line, and the final line says so: never a silent pass.
-# Under CI (CI=true) or with REQUIRE_QEMU=1 every skip fails instead: the
-# on-target tests must run under QEMU, not only build.
+# a loud SKIPPED line, and the final line says "PASSED, but SKIPPED: ...":
+# never a silent pass. Under CI (CI=true, 1 or yes; set by .ci/run) or with
+# REQUIRE_QEMU=1 every skip fails the run instead, with a line naming what
+# could not run and why: the on-target tests must run under QEMU, not only
+# build, so a missing qemu-system-arm or embedded-test-qemu-runner fails
+# right after the tool stages, before anything is built; a missing
+# defmt-print, size tool or objdump fails at its stage.
 #
 # Environment:
-#   NO_INSTALL=1          install nothing (missing tools skip their stages)
+#   NO_INSTALL=1          install nothing (missing tools skip their stages;
+#                         under CI they fail)
 #   INSTALL_DEFMT_PRINT=1 install defmt-print if missing (~5 min; on by
 #                         default under CI)
-#   REQUIRE_QEMU=1        fail instead of skipping
+#   REQUIRE_QEMU=1        fail instead of skipping (exported by
+#                         scripts/test.sh under CI)
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -102,11 +108,27 @@ if have embedded-test-qemu-runner; then
     echo "runner: $(command -v embedded-test-qemu-runner)"
 fi
 
-stage "tools: defmt-print (optional)"
+stage "tools: defmt-print (optional locally, required under CI)"
 if ! have defmt-print && [[ "$INSTALL_DEFMT_PRINT" == "1" ]]; then
     cargo_install defmt-print || true
 fi
 if have defmt-print; then defmt-print --version || true; fi
+
+# Under CI or REQUIRE_QEMU=1 the on-target tests must run, not only build:
+# fail now, naming the missing tool, rather than after the builds.
+if in_ci || [[ "$REQUIRE_QEMU" == "1" ]]; then
+    stage "tools: QEMU and the test runner are required (CI or REQUIRE_QEMU=1)"
+    missing=()
+    if [[ $HAVE_QEMU != 1 ]]; then
+        missing+=("qemu-system-arm (apt-get install qemu-system-arm failed, no root, or NO_INSTALL=1)")
+    fi
+    if [[ $HAVE_RUNNER != 1 ]]; then
+        missing+=("embedded-test-qemu-runner (cargo install embedded-test-qemu-runner --version 0.1.0 failed, or NO_INSTALL=1)")
+    fi
+    if ((${#missing[@]})); then
+        skip "on-target tests under QEMU cannot run: missing $(printf '%s; ' "${missing[@]}" | sed 's/; $//')"
+    fi
+fi
 
 TOOLS_DONE=$SECONDS
 

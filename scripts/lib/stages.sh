@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared by the scripts in scripts/ (sourced, not run): timed stages, loud
 # skips, the failing stage's name on exit, and running a command as root.
 #
@@ -5,8 +6,11 @@
 # (REQUIRE_BROWSER, REQUIRE_GPU) that, when it is 1, turns every skip into a
 # failure.
 #
-# Under CI (CI=true or CI=1, which .ci/run sets) every skip is a failure,
-# whatever SKIP_FATAL_VAR says: CI never passes a stage that did not run.
+# Under CI (CI=true, 1 or yes, any case; .ci/run sets CI=true) every skip is
+# a failure, whatever SKIP_FATAL_VAR says: CI never passes a stage that did
+# not run. Without CI a skip is announced loudly and recorded in SKIPPED,
+# and, when SKIP_LOG names a file (scripts/test.sh sets it for its
+# sub-scripts), appended there as "<script>: <what>" for the final summary.
 
 SCRIPT_START=$SECONDS
 STAGE_START=$SECONDS
@@ -30,10 +34,11 @@ stage() {
     printf '\n==> [%s] %s\n' "$(date +%H:%M:%S)" "$STAGE_NAME"
 }
 
-# `in_ci`: true when running under CI (CI=true / CI=1 / CI=yes).
+# `in_ci`: true when running under CI (CI=true / CI=1 / CI=yes, any case).
 in_ci() {
-    case "${CI:-}" in
-    true | TRUE | True | 1 | yes) return 0 ;;
+    local ci="${CI:-}"
+    case "${ci,,}" in
+    true | 1 | yes) return 0 ;;
     *) return 1 ;;
     esac
 }
@@ -46,12 +51,17 @@ skip() {
     printf 'SKIPPED: %s\n' "$1" >&2
     printf '!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!\n\n' >&2
     if in_ci; then
-        echo "CI=$CI: every stage is required, so this skip FAILS the run: $1" >&2
+        printf 'FAILED: CI=%s requires every stage, so this skip fails the run: %s: %s\n' \
+            "$CI" "$(basename "$0")" "$1" >&2
         exit 1
     fi
     if [[ -n "${SKIP_FATAL_VAR:-}" && "${!SKIP_FATAL_VAR:-0}" == 1 ]]; then
-        echo "$SKIP_FATAL_VAR=1: failing instead of skipping" >&2
+        printf 'FAILED: %s=1, so this skip fails the run: %s: %s\n' \
+            "$SKIP_FATAL_VAR" "$(basename "$0")" "$1" >&2
         exit 1
+    fi
+    if [[ -n "${SKIP_LOG:-}" ]]; then
+        printf '%s: %s\n' "$(basename "$0")" "$1" >>"$SKIP_LOG"
     fi
 }
 

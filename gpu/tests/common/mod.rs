@@ -1,5 +1,6 @@
 //! Shared by the integration tests: the adapter (skipped loudly when there
-//! is none), the CPU reference run and the comparisons.
+//! is none, a failure under `REQUIRE_GPU=1` or `CI=true`), the CPU
+//! reference run and the comparisons.
 
 #![allow(dead_code)]
 
@@ -10,7 +11,7 @@ use spatium_gpu::Gpu;
 use spatium_gpu::scene::Scene;
 
 /// The device, or `None` after a `SKIPPED:` line when there is no adapter
-/// (a failure instead when `REQUIRE_GPU=1`). Prints the adapter and checks
+/// (a failure instead when `REQUIRE_GPU=1` or `CI=true`: [`gpu_required`]). Prints the adapter and checks
 /// that its backend is one `WGPU_BACKEND` asked for.
 pub fn gpu(test: &str) -> Option<Gpu> {
     match Gpu::new() {
@@ -36,10 +37,11 @@ pub fn gpu(test: &str) -> Option<Gpu> {
             Some(gpu)
         }
         Err(e) => {
-            let required = std::env::var("REQUIRE_GPU").is_ok_and(|v| v == "1")
-                || std::env::var("CI").is_ok_and(|v| matches!(v.as_str(), "true" | "1" | "yes"));
-            if required {
-                panic!("{test}: REQUIRE_GPU=1 or CI=true but no usable GPU adapter: {e}");
+            if gpu_required() {
+                panic!(
+                    "{test}: no usable GPU adapter ({e}), and REQUIRE_GPU=1 or CI=true \
+                     forbids skipping"
+                );
             }
             eprintln!(
                 "SKIPPED: {test}: no usable GPU adapter ({e}); set REQUIRE_GPU=1 to fail instead"
@@ -47,6 +49,14 @@ pub fn gpu(test: &str) -> Option<Gpu> {
             None
         }
     }
+}
+
+/// Whether a missing adapter is a failure: `REQUIRE_GPU=1`, or under CI
+/// (`CI` is `true`, `1` or `yes`, any case, as in `scripts/lib/stages.sh`).
+pub fn gpu_required() -> bool {
+    std::env::var("REQUIRE_GPU").is_ok_and(|v| v == "1")
+        || std::env::var("CI")
+            .is_ok_and(|v| matches!(v.to_ascii_lowercase().as_str(), "true" | "1" | "yes"))
 }
 
 /// Steps the core's CPU solver (a `CellSortedHash`, walls only) `steps`
