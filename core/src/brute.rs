@@ -25,7 +25,25 @@ pub struct BruteForceNeighbors<P: Point, S: Storage<P>> {
 }
 
 impl<P: Point, S: Storage<P>> BruteForceNeighbors<P, S> {
-    /// An empty instance over `positions` (its length is the capacity).
+    /// An empty search over `positions`, whose length is the capacity (the
+    /// buffer's contents are overwritten by each build).
+    ///
+    /// Never fails and allocates nothing; `const`, so it can initialise a
+    /// `static`. Memory: the buffer only, `N · size_of::<P>()` bytes. A build
+    /// is `O(N)`, a query `O(N)`, all pairs `O(N²)`.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use spatium::{BruteForceNeighbors, NeighborSearch, Vec2};
+    ///
+    /// let mut search = BruteForceNeighbors::new([Vec2::ZERO; 4]);
+    /// search.build(&[Vec2::ZERO, Vec2::new(0.5, 0.0), Vec2::new(2.0, 0.0)], 1.0)?;
+    /// let mut found = 0;
+    /// search.for_each_neighbor(0, |j, d2| { assert_eq!((j, d2), (1, 0.25)); found += 1 })?;
+    /// assert_eq!(found, 1);
+    /// # Ok::<(), spatium::Error>(())
+    /// ```
     pub const fn new(positions: S) -> Self {
         Self {
             positions,
@@ -186,8 +204,28 @@ pub struct BruteForceBroadPhase<B: BoundingBox, S: Storage<BruteSlot<B>>> {
 }
 
 impl<B: BoundingBox, S: Storage<BruteSlot<B>>> BruteForceBroadPhase<B, S> {
-    /// An empty instance over `slots`, which must be all [`BruteSlot::EMPTY`]
-    /// (the capacity is its length).
+    /// An empty broad phase over `slots`, which must be all
+    /// [`BruteSlot::EMPTY`] (or `Default`, the same value); the capacity is
+    /// its length, capped at 2³¹ − 1 ids.
+    ///
+    /// Never fails and allocates nothing; `const`, so it can initialise a
+    /// `static`. Memory: `capacity · (size_of::<B>() + 8)` bytes. Insert,
+    /// update and remove are `O(1)`; all overlaps `O(n²)`; a box query
+    /// `O(n)`.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use spatium::{Aabb2, BroadPhase, BruteForceBroadPhase, BruteSlot, Vec2};
+    ///
+    /// let mut bp = BruteForceBroadPhase::new([BruteSlot::<Aabb2>::EMPTY; 8]);
+    /// bp.insert(3, Aabb2::new(Vec2::ZERO, Vec2::new(1.0, 1.0))?)?;
+    /// bp.insert(5, Aabb2::new(Vec2::new(1.0, 0.0), Vec2::new(2.0, 1.0))?)?; // touches 3
+    /// let mut pairs = 0;
+    /// bp.for_each_overlap(|a, b| { assert_eq!((a.min(b), a.max(b)), (3, 5)); pairs += 1 })?;
+    /// assert_eq!(pairs, 1);
+    /// # Ok::<(), spatium::Error>(())
+    /// ```
     pub const fn new(slots: S) -> Self {
         Self {
             slots,

@@ -58,7 +58,26 @@ pub struct PairCache<N, S> {
 }
 
 impl<N, S: Storage<NeighborPair>> PairCache<N, S> {
-    /// `inner` with a pair buffer of `pairs.len()` slots.
+    /// `inner` with a pair buffer of `pairs.len()` slots (its contents are
+    /// overwritten by each build).
+    ///
+    /// Never fails and allocates nothing; `const`. Memory: the inner search's
+    /// plus `12 · pairs.len()` bytes. A build costs the inner build plus one
+    /// `for_each_pair` of the inner search; replaying the pairs afterwards is
+    /// `O(pairs)` sequential reads.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use spatium::{BruteForceNeighbors, NeighborPair, NeighborSearch, PairCache, Vec3};
+    ///
+    /// let inner = BruteForceNeighbors::new([Vec3::ZERO; 8]);
+    /// let mut cache = PairCache::new(inner, [NeighborPair::EMPTY; 16]);
+    /// cache.build(&[Vec3::ZERO, Vec3::new(0.5, 0.0, 0.0)], 1.0)?;
+    /// assert!(cache.is_cached());
+    /// assert_eq!(cache.pairs().len(), 1);
+    /// # Ok::<(), spatium::Error>(())
+    /// ```
     pub const fn new(inner: N, pairs: S) -> Self {
         Self {
             inner,

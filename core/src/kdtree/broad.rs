@@ -92,6 +92,12 @@ impl<B: BoundingBox, K: LocCode, S: Storage<KdSlot<B>>, R: Storage<KdRecord<K>>>
     /// An empty broad phase over `slots` (all [`KdSlot::EMPTY`]; its length
     /// is the id capacity) and two record buffers (records and sort
     /// scratch; the smaller length bounds how many boxes can be stored).
+    ///
+    /// Never fails and allocates nothing; `const`. Memory: `24C + 2R · r`
+    /// bytes in 3D (`16C + 2R · r` in 2D). Insert, update and remove are
+    /// `O(1)` (they mark the tree stale); the next detection or query
+    /// rebuilds it in `O(R)` (radix sort) and sweeps. See the type's
+    /// example.
     pub const fn new(slots: S, records: R, scratch: R, config: KdConfig<B>) -> Self {
         Self {
             slots,

@@ -361,7 +361,14 @@ pub struct LinearKdTree<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> {
 impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> {
     /// An empty tree over two record buffers (records and sort scratch). The
     /// smaller length is the record capacity; it must be at least the number
-    /// of boxes of a build.
+    /// of boxes of a build (boxes split across planes take more records, or
+    /// stay unsplit when there is no room: [`KdStats`] counts them).
+    ///
+    /// Never fails and allocates nothing; `const`, so it can initialise a
+    /// `static`. The configuration is checked at the first build
+    /// ([`Error::InvalidConfig`] names the field). Memory: `2R · r` bytes
+    /// (`r` = 8 / 16 / 32 bytes per record for `u32` / `u64` / `u128`
+    /// codes). See the type's example.
     pub const fn new(records: R, scratch: R, config: KdConfig<B>) -> Self {
         Self {
             records,
@@ -473,6 +480,11 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
     /// [`Error::CapacityExceeded`] for more boxes than the record buffers or
     /// [`MAX_ELEMENTS`], [`Error::InvalidConfig`] for a bit count the code
     /// type cannot hold. On error the previous build is kept unchanged.
+    ///
+    /// # Cost
+    /// `O(R)` with the radix sort ([`SortAlgo::Radix`], the default),
+    /// `O(R log R)` with the comparison sort, for `R` records; no
+    /// allocation. See the type's example.
     pub fn build(&mut self, boxes: &[B]) -> Result<(), Error> {
         self.build_from(boxes, |_| {})
     }

@@ -428,6 +428,11 @@ pub struct Obstacles<P: Point, B, S> {
 impl<P: Point, B: BroadPhase<P::Aabb>, S: Storage<Obstacle<P>>> Obstacles<P, B, S> {
     /// An empty set over `shapes` (one slot per obstacle) and an empty
     /// `broad_phase`.
+    ///
+    /// Never fails and allocates nothing; `const`. Memory: 52 bytes per
+    /// slot of `shapes` in 3D (36 in 2D) plus the broad phase's. Adding or
+    /// moving an obstacle costs one broad-phase insert or update; resolving
+    /// the particles of a step costs one broad-phase box query per particle.
     pub const fn new(shapes: S, broad_phase: B) -> Self {
         Self {
             shapes,

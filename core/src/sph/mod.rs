@@ -573,6 +573,10 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
     /// An empty fluid over the two buffers. The parameters are checked by
     /// [`step`](Self::step) (and by [`set_params`](Self::set_params)), so
     /// this can build a `static`.
+    ///
+    /// Never fails and allocates nothing. The capacity is the shorter
+    /// buffer. Memory: `(24d + 8)·N` bytes (`80N` in 3D, `56N` in 2D) plus
+    /// the neighbour search's. See the type's example.
     pub const fn new(positions: X, state: S, params: SphParams<P>) -> Self {
         Self {
             positions,
@@ -753,6 +757,13 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
     /// (the scene diverged). On error the particles are
     /// restored to where the step began (the densities, pressures, normals
     /// and accelerations of the failed evaluation may remain).
+    ///
+    /// # Cost
+    /// Per force evaluation (two per leapfrog step, one per Euler step): one
+    /// build of `search` and three passes over its pairs (density, normals,
+    /// forces), `O(N + pairs)`; wrap the search in a [`crate::PairCache`] to
+    /// enumerate the pairs once per evaluation. No allocation. See the
+    /// type's example.
     pub fn step<N, C, T>(
         &mut self,
         search: &mut N,

@@ -97,7 +97,32 @@ where
     S: Storage<BucketParticle<P>>,
 {
     /// An empty hash over `table` (power-of-two length) and `particles`
-    /// (its length is the capacity).
+    /// (its length is the capacity). `K`, the slots of a bucket, must be
+    /// positive (checked at compile time).
+    ///
+    /// Never fails and allocates nothing; `const`, so it can initialise a
+    /// `static`. A table whose length is not a power of two in `1..=2³¹` is
+    /// refused with [`Error::InvalidTableLength`] at the first build; use
+    /// [`new_checked`](Self::new_checked) to refuse it here instead.
+    ///
+    /// Memory: `(16 + 4K)T + 24N` bytes in 3D, `(16 + 4K)T + 16N` in 2D. A
+    /// build is `O(N)`; a particle whose bucket is full is refused with
+    /// [`Error::BucketFull`] (the previous contents are kept). A neighbour
+    /// query reads the 3ᵈ buckets around the particle.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use spatium::{NeighborSearch, Vec2};
+    /// use spatium::uniform::{Bucket, BucketHash, BucketParticle};
+    ///
+    /// let mut hash = BucketHash::<Vec2, _, _, 8>::new([Bucket::EMPTY; 32], [BucketParticle::EMPTY; 16]);
+    /// hash.build(&[Vec2::ZERO, Vec2::new(0.6, 0.0)], 1.0)?;
+    /// let mut near = 0;
+    /// hash.for_each_within(Vec2::new(0.3, 0.0), |_, _| near += 1)?;
+    /// assert_eq!(near, 2);
+    /// # Ok::<(), spatium::Error>(())
+    /// ```
     pub const fn new(table: T, particles: S) -> Self {
         const {
             assert!(
