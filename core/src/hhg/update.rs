@@ -1,0 +1,244 @@
+//! Changing what is stored: the checks of an insert or an update, unbounded
+//! objects, and moving every box at once ([`HierarchicalHashGrid::update_all`]).
+
+use super::{
+    ABSENT, EMPTY, HhgRecord, HhgSlot, HierarchicalHashGrid, KEY_FLAT, KEY_PENDING, KEY_TOO_LARGE,
+    KEY_UNBOUNDED, LEVELS, LOCAL_BITS, Level, NONE, Target, UpdateStrategy, is_grid_key, key,
+};
+use crate::error::Error;
+use crate::geom::{BoundingBox, Point};
+use crate::storage::Storage;
+#[cfg(doc)]
+use crate::traits::BroadPhase;
+
+impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u32>>
+    HierarchicalHashGrid<B, S, R, A>
+{
+    // -------------------------------------------------------------- checking
+
+    /// An insert's checks: a free id (the shared id table), and room for one
+    /// more box in the record buffer (each box takes at most one record: its
+    /// cell's, or its own on the small-N path), so that a record buffer
+    /// shorter than the slot buffer refuses boxes instead of overflowing.
+    pub(super) fn check_id_free(&self, id: u32) -> Result<(), Error> {
+        crate::ids::vacant(self.slots.as_ref(), id)?;
+        let room = self.recs.as_ref().len();
+        if self.len as usize >= room {
+            return Err(Error::CapacityExceeded { capacity: room });
+        }
+        Ok(())
+    }
+
+    pub(super) fn stored_key(&self, id: u32) -> Result<u32, Error> {
+        crate::ids::stored(self.slots.as_ref(), id)?;
+        Ok(self.slots.as_ref()[id as usize].key)
+    }
+
+    pub(super) fn check_unbounded(b: &B) -> Result<(), Error> {
+        let (lo, hi) = (b.min(), b.max());
+        for k in 0..Self::D {
+            let (l, h) = (lo.coord(k), hi.coord(k));
+            if l.is_nan() || h.is_nan() || l == f32::INFINITY || h == f32::NEG_INFINITY {
+                return Err(Error::NonFinite);
+            }
+            if l > h {
+                return Err(Error::InvertedBox);
+            }
+        }
+        Ok(())
+    }
+
+    /// Validation of a bounded box against the levels (fixing them with the
+    /// first box). Returns where the box goes in grid mode.
+    pub(super) fn check_bounded(&mut self, b: &B) -> Result<Target, Error> {
+        b.check()?;
+        if self.base_size == 0.0 {
+            // The first bounded box fixes c₀. No grid exists yet, so undoing
+            // it on error restores the state exactly.
+            self.init_levels(b);
+            let r = self.target(b);
+            if r.is_err() {
+                self.base_size = 0.0;
+                self.levels = [Level::NEW; LEVELS];
+            }
+            return r;
+        }
+        self.target(b)
+    }
+
+    // --------------------------------------------------------------- public
+
+    /// Stores an unbounded object (a plane, a half-space): `aabb` may have
+    /// infinite bounds (`-∞` below, `+∞` above) but no NaN and no `min >
+    /// max`. It is tested against every other object.
+    ///
+    /// # Errors
+    /// [`Error::IdOutOfRange`], [`Error::DuplicateId`], [`Error::NonFinite`]
+    /// (NaN or a wrong-signed infinity), [`Error::InvertedBox`]; nothing
+    /// changes on error.
+    pub fn insert_unbounded(&mut self, id: u32, aabb: B) -> Result<(), Error> {
+        self.check_id_free(id)?;
+        Self::check_unbounded(&aabb)?;
+        self.slots.as_mut()[id as usize].aabb = aabb;
+        self.push_unbounded(id, KEY_UNBOUNDED);
+        self.len += 1;
+        Ok(())
+    }
+
+    /// Moves every stored box to `boxes[id]` with the given strategy.
+    ///
+    /// # Errors
+    /// [`Error::LengthMismatch`] unless every stored id is below
+    /// `boxes.len()`; the errors of [`BroadPhase::update`] for a bad box.
+    /// Everything is checked before anything moves: nothing changes on error.
+    pub fn update_all(&mut self, boxes: &[B], strategy: UpdateStrategy) -> Result<(), Error> {
+        let n = boxes.len().min(self.slots.as_ref().len());
+        let mut seen = 0u32;
+        for (id, b) in boxes[..n].iter().enumerate() {
+            let k = self.slots.as_ref()[id].key;
+            if k == ABSENT {
+                continue;
+            }
+            seen += 1;
+            self.check_update(k, b)?;
+        }
+        if seen != self.len {
+            return Err(Error::LengthMismatch {
+                expected: self.len as usize,
+                got: seen as usize,
+            });
+        }
+        match strategy {
+            UpdateStrategy::Incremental => {
+                for (id, b) in boxes[..n].iter().enumerate() {
+                    if self.slots.as_ref()[id].key != ABSENT {
+                        self.apply_update(id as u32, *b);
+                    }
+                }
+            }
+            UpdateStrategy::ClearAndReinsert => {
+                self.empty_cells();
+                for (id, b) in boxes[..n].iter().enumerate() {
+                    let k = self.slots.as_ref()[id].key;
+                    if k == ABSENT || k == KEY_UNBOUNDED || k == KEY_FLAT {
+                        if k != ABSENT {
+                            self.slots.as_mut()[id].aabb = *b;
+                        }
+                        continue;
+                    }
+                    self.slots.as_mut()[id].aabb = *b;
+                    let t = self.target(b).unwrap_or(Target::TooLarge);
+                    self.place(id as u32, t);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Empties every cell, keeping the grids: every grid box and every
+    /// too-large box is left keyed pending, to be placed again.
+    pub(super) fn empty_cells(&mut self) {
+        if !self.grid_mode {
+            return;
+        }
+        for p in 0..self.nrec as usize {
+            let r = self.recs.as_ref()[p];
+            let cell = self.cell_word(r.key);
+            self.arena.as_mut()[cell] = EMPTY;
+            let mut a = r.head;
+            while a != NONE {
+                let s = &mut self.slots.as_mut()[a as usize];
+                s.key = KEY_PENDING;
+                a = s.next;
+            }
+        }
+        self.nrec = 0;
+        for lv in &mut self.levels {
+            lv.objects = 0;
+            lv.occupied = 0;
+        }
+        // Too-large boxes are re-placed too (they may fit a grid now).
+        let mut a = self.unbounded_head;
+        while a != NONE {
+            let next = self.slots.as_ref()[a as usize].next;
+            if self.slots.as_ref()[a as usize].key == KEY_TOO_LARGE {
+                self.unlink_unbounded(a);
+                self.slots.as_mut()[a as usize].key = KEY_PENDING;
+            }
+            a = next;
+        }
+    }
+
+    /// Whether the box keyed `k` may become `b`: the box checks of its kind
+    /// and, unless it stays in its grid, the range check of the level it
+    /// would go to (levels exist once a bounded box does).
+    pub(super) fn check_update(&self, k: u32, b: &B) -> Result<(), Error> {
+        if k == KEY_UNBOUNDED {
+            return Self::check_unbounded(b);
+        }
+        b.check()?;
+        if !self.stays(k, b) {
+            self.ideal(b)?;
+        }
+        Ok(())
+    }
+
+    /// `true` if the box keyed `k` can stay in its grid with box `b`: same
+    /// level by size, within two cells per axis and in range there.
+    #[inline(always)]
+    pub(super) fn stays(&self, k: u32, b: &B) -> bool {
+        if !is_grid_key(k) {
+            return false;
+        }
+        let i = (k >> LOCAL_BITS) as usize;
+        let lv = &self.levels[i];
+        let size = b.longest_edge();
+        size < lv.cell
+            && (size >= lv.lower || self.size_level(size) == Some(i))
+            && self.fits(i, b) == Ok(true)
+    }
+
+    pub(super) fn apply_update(&mut self, id: u32, b: B) {
+        let k = self.slots.as_ref()[id as usize].key;
+        if is_grid_key(k) {
+            let i = (k >> LOCAL_BITS) as usize;
+            // Fast path: same level, box still within two cells per axis.
+            if self.stays(k, &b) {
+                let local = Self::local(&self.levels[i], b.min());
+                self.slots.as_mut()[id as usize].aabb = b;
+                if key(i, local) != k {
+                    self.unlink(id);
+                    self.link(id, i, local);
+                }
+                return;
+            }
+        } else if k == KEY_FLAT || k == KEY_UNBOUNDED {
+            self.slots.as_mut()[id as usize].aabb = b;
+            return;
+        }
+        // Grid change (size change or arena fallback) or too-large box.
+        let t = self.target(&b).unwrap_or(Target::TooLarge);
+        let current = if is_grid_key(k) {
+            Target::Grid((k >> LOCAL_BITS) as usize)
+        } else {
+            Target::TooLarge
+        };
+        if t == current {
+            // Same grid after all (a box kept above its size's level by the
+            // coordinate range or a full arena), or still too large: move
+            // only if the cell changed.
+            self.slots.as_mut()[id as usize].aabb = b;
+            if let Target::Grid(j) = t {
+                let local = Self::local(&self.levels[j], b.min());
+                if key(j, local) != k {
+                    self.unlink(id);
+                    self.link(id, j, local);
+                }
+            }
+            return;
+        }
+        self.take_out(id);
+        self.slots.as_mut()[id as usize].aabb = b;
+        self.place(id, t);
+    }
+}
