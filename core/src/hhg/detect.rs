@@ -3,6 +3,7 @@
 
 use super::{EMPTY, HhgRecord, HhgSlot, HierarchicalHashGrid, LOCAL_BITS, LOCAL_MASK, Level, NONE};
 use crate::cell::floor_i32;
+use crate::error::Error;
 use crate::geom::{BoundingBox, Point};
 use crate::storage::Storage;
 #[cfg(doc)]
@@ -214,5 +215,64 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u
                 }
             }
         }
+    }
+
+    /// [`BroadPhase::for_each_overlap`]: the grids' pairs (sorting the
+    /// records first when enough moved) or every pair of the flat array,
+    /// then the pairs of the unbounded container.
+    pub(super) fn pairs<F: FnMut(u32, u32)>(&mut self, f: &mut F) {
+        if self.grid_mode {
+            // Walk the cells in memory order once an eighth of the records
+            // have been added or moved since the last sort.
+            if self.unsorted as u64 * 8 > self.nrec as u64 {
+                self.sort_records();
+            }
+            self.grid_pairs(f);
+        } else {
+            let slots = self.slots.as_ref();
+            let recs = self.recs.as_ref();
+            let n = self.nrec as usize;
+            for (p, ra) in recs[..n].iter().enumerate() {
+                let a = ra.head;
+                let ba = slots[a as usize].aabb;
+                for rb in &recs[p + 1..n] {
+                    let b = rb.head;
+                    if ba.overlaps(&slots[b as usize].aabb) {
+                        f(a, b);
+                    }
+                }
+            }
+        }
+        self.unbounded_pairs(f);
+    }
+
+    /// [`BroadPhase::query`]: every grid (or the flat array), then the
+    /// unbounded container.
+    pub(super) fn query_box<F: FnMut(u32)>(&self, aabb: &B, f: &mut F) -> Result<(), Error> {
+        Self::check_unbounded(aabb)?;
+        let slots = self.slots.as_ref();
+        if self.grid_mode {
+            let mut m = self.active;
+            while m != 0 {
+                let i = m.trailing_zeros() as usize;
+                m &= m - 1;
+                self.query_level(i, aabb, f);
+            }
+        } else {
+            for r in &self.recs.as_ref()[..self.nrec as usize] {
+                if aabb.overlaps(&slots[r.head as usize].aabb) {
+                    f(r.head);
+                }
+            }
+        }
+        let mut u = self.unbounded_head;
+        while u != NONE {
+            let s = &slots[u as usize];
+            if aabb.overlaps(&s.aabb) {
+                f(u);
+            }
+            u = s.next;
+        }
+        Ok(())
     }
 }

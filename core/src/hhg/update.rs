@@ -241,4 +241,94 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u
         self.slots.as_mut()[id as usize].aabb = b;
         self.place(id, t);
     }
+
+    /// [`BroadPhase::insert`]: checks, then stores `aabb` under `id` (on the
+    /// flat array, switching to the grids at the threshold, or in its grid).
+    pub(super) fn insert_bounded(&mut self, id: u32, aabb: B) -> Result<(), Error> {
+        self.check_id_free(id)?;
+        let t = self.check_bounded(&aabb)?;
+        self.slots.as_mut()[id as usize].aabb = aabb;
+        self.len += 1;
+        if self.grid_mode {
+            self.place(id, t);
+        } else {
+            self.push_flat(id);
+            if self.len >= self.config.small_n {
+                self.switch_to_grids();
+            }
+        }
+        Ok(())
+    }
+
+    /// [`BroadPhase::update`]: checks, then moves the box.
+    pub(super) fn update_box(&mut self, id: u32, aabb: B) -> Result<(), Error> {
+        let k = self.stored_key(id)?;
+        self.check_update(k, &aabb)?;
+        self.apply_update(id, aabb);
+        Ok(())
+    }
+
+    /// [`BroadPhase::remove`].
+    pub(super) fn remove_box(&mut self, id: u32) -> Result<B, Error> {
+        self.stored_key(id)?;
+        self.take_out(id);
+        let s = &mut self.slots.as_mut()[id as usize];
+        let b = s.aabb;
+        *s = HhgSlot::EMPTY;
+        self.len -= 1;
+        Ok(b)
+    }
+
+    /// [`BroadPhase::clear`]: empties the structure, forgetting the levels.
+    pub(super) fn clear_all(&mut self) {
+        if (self.len as usize) * 4 < self.slots.as_ref().len() {
+            // Few boxes: chain every stored id through `next`, then empty
+            // exactly those slots.
+            let mut chain = NONE;
+            let mut lists = NONE;
+            if self.grid_mode {
+                for p in 0..self.nrec as usize {
+                    let mut a = self.recs.as_ref()[p].head;
+                    while a != NONE {
+                        let next = self.slots.as_ref()[a as usize].next;
+                        self.slots.as_mut()[a as usize].next = lists;
+                        lists = a;
+                        a = next;
+                    }
+                }
+            } else {
+                for p in 0..self.nrec as usize {
+                    let a = self.recs.as_ref()[p].head;
+                    self.slots.as_mut()[a as usize].next = lists;
+                    lists = a;
+                }
+            }
+            core::mem::swap(&mut chain, &mut lists);
+            let mut u = self.unbounded_head;
+            while u != NONE {
+                let next = self.slots.as_ref()[u as usize].next;
+                self.slots.as_mut()[u as usize].next = chain;
+                chain = u;
+                u = next;
+            }
+            while chain != NONE {
+                let next = self.slots.as_ref()[chain as usize].next;
+                self.slots.as_mut()[chain as usize] = HhgSlot::EMPTY;
+                chain = next;
+            }
+        } else {
+            self.slots.as_mut().fill(HhgSlot::EMPTY);
+        }
+        self.len = 0;
+        self.nrec = 0;
+        self.grid_mode = false;
+        self.base_size = 0.0;
+        self.levels = [Level::NEW; LEVELS];
+        self.active = 0;
+        self.used = 0;
+        self.garbage = 0;
+        self.unbounded_head = NONE;
+        self.unbounded_len = 0;
+        self.unsorted = 0;
+    }
 }
