@@ -1,7 +1,7 @@
 //! Finding overlaps: the pairs of the grids (Algorithm 4), of the unbounded
 //! container, and the boxes of a grid overlapping a query box.
 
-use super::{EMPTY, HhgRecord, HhgSlot, HierarchicalHashGrid, LOCAL_BITS, LOCAL_MASK, Level, NONE};
+use super::{HhgRecord, HhgSlot, HierarchicalHashGrid, LOCAL_BITS, LOCAL_MASK, Level, NONE};
 use crate::cell::floor_i32;
 use crate::error::Error;
 use crate::geom::{BoundingBox, Point};
@@ -118,7 +118,7 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u
             // Forward half of the neighbours.
             for &off in &self.row(lv, local)[1..=Self::HALF] {
                 let q = cells[local.wrapping_add(off) as usize];
-                if q == EMPTY {
+                if q == NONE {
                     continue;
                 }
                 let nb = recs[q as usize].head;
@@ -146,7 +146,7 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u
                     let hcells = self.cells(lh);
                     for &off in self.row(lh, hl) {
                         let q = hcells[hl.wrapping_add(off) as usize];
-                        if q != EMPTY {
+                        if q != NONE {
                             self.against_list(a, &sa.aabb, recs[q as usize].head, f);
                         }
                     }
@@ -209,7 +209,7 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u
                 for x in 0..n[0] {
                     let cx = ((lo[0] + x) & lv.mask[0]) << lv.shift[0];
                     let q = cells[(cx | cy | cz) as usize];
-                    if q != EMPTY {
+                    if q != NONE {
                         visit(recs[q as usize].head, f);
                     }
                 }

@@ -4,7 +4,7 @@
 //! of occupied cells, the flat array and the unbounded container).
 
 use super::{
-    BASE_LEVEL, Dims, EMPTY, HHG_RANGE_CELLS, HhgRecord, HhgSlot, HierarchicalHashGrid, KEY_FLAT,
+    BASE_LEVEL, Dims, HHG_RANGE_CELLS, HhgRecord, HhgSlot, HierarchicalHashGrid, KEY_FLAT,
     KEY_PENDING, KEY_TOO_LARGE, LEVELS, LOCAL_BITS, LOCAL_MASK, NONE, Target, is_grid_key, key,
 };
 use crate::cell::floor_i32;
@@ -274,7 +274,7 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u
         let lv = *lv;
         let region = &mut self.arena.as_mut()[base..base + words];
         let (table, cell_words) = region.split_at_mut(Self::TABLE);
-        cell_words.fill(EMPTY);
+        cell_words.fill(NONE);
         for (e, t) in table.iter_mut().enumerate() {
             *t = Self::table_entry(&lv, e / Self::STENCIL, e % Self::STENCIL);
         }
@@ -379,7 +379,7 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u
             if (r.key >> LOCAL_BITS) as usize != i {
                 continue;
             }
-            self.arena.as_mut()[lv.cells_at(Self::TABLE) + (r.key & LOCAL_MASK) as usize] = EMPTY;
+            self.arena.as_mut()[lv.cells_at(Self::TABLE) + (r.key & LOCAL_MASK) as usize] = NONE;
             let slots = self.slots.as_mut();
             let mut a = r.head;
             while a != NONE {
@@ -436,7 +436,7 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u
         let slots = self.slots.as_mut();
         slots[a as usize].key = k;
         slots[a as usize].prev = NONE;
-        if p == EMPTY {
+        if p == NONE {
             let q = self.nrec;
             self.recs.as_mut()[q as usize] = HhgRecord { key: k, head: a };
             slots[a as usize].next = NONE;
@@ -460,7 +460,7 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u
             let cell = self.cell_word(s.key);
             let p = self.arena.as_ref()[cell] as usize;
             if s.next == NONE {
-                self.arena.as_mut()[cell] = EMPTY;
+                self.arena.as_mut()[cell] = NONE;
                 self.levels[i].occupied -= 1;
                 self.remove_record(p);
             } else {

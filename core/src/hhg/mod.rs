@@ -41,6 +41,7 @@ use core::marker::PhantomData;
 use crate::error::Error;
 use crate::geom::{BoundingBox, Point};
 use crate::storage::Storage;
+use crate::table::NONE;
 #[cfg(doc)]
 use crate::traits::BroadPhase;
 
@@ -63,8 +64,6 @@ const LOCAL_MASK: u32 = (1 << LOCAL_BITS) - 1;
 const MAX_LOG2_3D: u8 = 9;
 const MAX_LOG2_2D: u8 = 13;
 
-/// Key of an id not stored.
-const ABSENT: u32 = u32::MAX;
 /// Key of a box in the flat array of the small-N path.
 const KEY_FLAT: u32 = 30 << LOCAL_BITS;
 /// Key of a box waiting to be rehashed (inside a growth).
@@ -73,11 +72,8 @@ const KEY_PENDING: u32 = (30 << LOCAL_BITS) | 1;
 const KEY_UNBOUNDED: u32 = 31 << LOCAL_BITS;
 /// Key of a bounded box too large for every grid (kept with the unbounded).
 const KEY_TOO_LARGE: u32 = (31 << LOCAL_BITS) | 1;
-
-/// End of a list.
-const NONE: u32 = u32::MAX;
-/// An empty cell.
-const EMPTY: u32 = u32::MAX;
+// The crate's one sentinel, [`NONE`], is the key of an id not stored, the
+// end of every list and the content of an empty cell.
 
 #[inline(always)]
 const fn key(level: usize, local: u32) -> u32 {
@@ -130,7 +126,7 @@ impl<B: BoundingBox> crate::ids::IdSlot for HhgSlot<B> {
     type Box = B;
     #[inline(always)]
     fn stored(&self) -> Option<B> {
-        (self.key != ABSENT).then_some(self.aabb)
+        (self.key != NONE).then_some(self.aabb)
     }
 }
 
@@ -152,7 +148,7 @@ impl<B: BoundingBox> HhgSlot<B> {
     /// An unused slot.
     pub const EMPTY: Self = Self {
         aabb: B::ZERO,
-        key: ABSENT,
+        key: NONE,
         next: NONE,
         prev: NONE,
     };

@@ -2,8 +2,8 @@
 //! objects, and moving every box at once ([`HierarchicalHashGrid::update_all`]).
 
 use super::{
-    ABSENT, EMPTY, HhgRecord, HhgSlot, HierarchicalHashGrid, KEY_FLAT, KEY_PENDING, KEY_TOO_LARGE,
-    KEY_UNBOUNDED, LEVELS, LOCAL_BITS, Level, NONE, Target, UpdateStrategy, is_grid_key, key,
+    HhgRecord, HhgSlot, HierarchicalHashGrid, KEY_FLAT, KEY_PENDING, KEY_TOO_LARGE, KEY_UNBOUNDED,
+    LEVELS, LOCAL_BITS, Level, NONE, Target, UpdateStrategy, is_grid_key, key,
 };
 use crate::error::Error;
 use crate::geom::{BoundingBox, Point};
@@ -96,7 +96,7 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u
         let mut seen = 0u32;
         for (id, b) in boxes[..n].iter().enumerate() {
             let k = self.slots.as_ref()[id].key;
-            if k == ABSENT {
+            if k == NONE {
                 continue;
             }
             seen += 1;
@@ -111,7 +111,7 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u
         match strategy {
             UpdateStrategy::Incremental => {
                 for (id, b) in boxes[..n].iter().enumerate() {
-                    if self.slots.as_ref()[id].key != ABSENT {
+                    if self.slots.as_ref()[id].key != NONE {
                         self.apply_update(id as u32, *b);
                     }
                 }
@@ -120,8 +120,8 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u
                 self.empty_cells();
                 for (id, b) in boxes[..n].iter().enumerate() {
                     let k = self.slots.as_ref()[id].key;
-                    if k == ABSENT || k == KEY_UNBOUNDED || k == KEY_FLAT {
-                        if k != ABSENT {
+                    if k == NONE || k == KEY_UNBOUNDED || k == KEY_FLAT {
+                        if k != NONE {
                             self.slots.as_mut()[id].aabb = *b;
                         }
                         continue;
@@ -144,7 +144,7 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u
         for p in 0..self.nrec as usize {
             let r = self.recs.as_ref()[p];
             let cell = self.cell_word(r.key);
-            self.arena.as_mut()[cell] = EMPTY;
+            self.arena.as_mut()[cell] = NONE;
             let mut a = r.head;
             while a != NONE {
                 let s = &mut self.slots.as_mut()[a as usize];

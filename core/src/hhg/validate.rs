@@ -2,8 +2,8 @@
 //! record list, the cell lists and the unbounded container.
 
 use super::{
-    ABSENT, EMPTY, HhgRecord, HhgSlot, HierarchicalHashGrid, KEY_FLAT, KEY_TOO_LARGE,
-    KEY_UNBOUNDED, LEVELS, LOCAL_BITS, LOCAL_MASK, NONE, is_grid_key,
+    HhgRecord, HhgSlot, HierarchicalHashGrid, KEY_FLAT, KEY_TOO_LARGE, KEY_UNBOUNDED, LEVELS,
+    LOCAL_BITS, LOCAL_MASK, NONE, is_grid_key,
 };
 use crate::error::{Corruption, Validate, ensure};
 use crate::geom::BoundingBox;
@@ -116,7 +116,7 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u
                 ensure(lv.objects == objects[i], W, "grid box count")?;
                 ensure(lv.occupied == occupied[i], W, "grid occupied count")?;
                 let cells = self.cells(lv);
-                let nonempty = cells.iter().filter(|&&c| c != EMPTY).count();
+                let nonempty = cells.iter().filter(|&&c| c != NONE).count();
                 ensure(
                     nonempty == occupied[i] as usize,
                     W,
@@ -161,7 +161,7 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u
         }
         ensure(nu == self.unbounded_len, W, "unbounded count")?;
         ensure(in_grids + nu == self.len, W, "every box somewhere")?;
-        let stored = slots.iter().filter(|s| s.key != ABSENT).count();
+        let stored = slots.iter().filter(|s| s.key != NONE).count();
         ensure(stored == self.len as usize, W, "stored ids == len")?;
         Ok(())
     }
