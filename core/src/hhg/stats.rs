@@ -1,8 +1,9 @@
-//! Occupancy figures: [`GridStats`] per grid and [`HhgStats`] for the whole
-//! structure.
+//! What the grid holds and costs: the [`Inspect`] implementation, with
+//! [`GridStats`] per grid and [`HhgStats`] for the whole structure.
 
 use super::{BASE_LEVEL, HhgRecord, HhgSlot, HierarchicalHashGrid, LEVELS, LOCAL_BITS, NONE};
 use crate::geom::BoundingBox;
+use crate::inspect::Inspect;
 use crate::storage::Storage;
 
 /// Per-grid figures in [`HhgStats`].
@@ -29,7 +30,7 @@ pub struct GridStats {
     pub saturated: bool,
 }
 
-/// What [`HierarchicalHashGrid::stats`] reports.
+/// What [`Inspect::stats`] reports for a [`HierarchicalHashGrid`].
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct HhgStats {
@@ -54,12 +55,23 @@ pub struct HhgStats {
     pub bytes_total: usize,
 }
 
-impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u32>>
-    HierarchicalHashGrid<B, S, R, A>
+impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u32>> Inspect
+    for HierarchicalHashGrid<B, S, R, A>
 {
+    type Stats = HhgStats;
+
+    /// The slot, record and arena buffers: `44C + 4A` bytes in 3D,
+    /// `36C + 4A` in 2D when the record buffer is as long as the slot
+    /// buffer (`C` ids, `A` arena words). `O(1)`.
+    fn memory_bytes(&self) -> usize {
+        core::mem::size_of_val(self.slots.as_ref())
+            + core::mem::size_of_val(self.recs.as_ref())
+            + core::mem::size_of_val(self.arena.as_ref())
+    }
+
     /// Figures about the grids and the memory in use. `O(n)` (it walks the
-    /// cells for the largest cell population).
-    pub fn stats(&self) -> HhgStats {
+    /// occupied cells for the largest cell population).
+    fn stats(&self) -> HhgStats {
         let mut st = HhgStats {
             grids: 0,
             grid: [GridStats::default(); LEVELS],
