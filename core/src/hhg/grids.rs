@@ -577,3 +577,358 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Validate;
+    use crate::geom::{Aabb2, Aabb3, Vec2, Vec3};
+    use crate::hhg::HhgConfig;
+    use crate::inspect::Inspect;
+    use crate::traits::BroadPhase;
+
+    type Grid3<const C: usize, const W: usize> =
+        HierarchicalHashGrid<Aabb3, [HhgSlot<Aabb3>; C], [HhgRecord; C], [u32; W]>;
+
+    /// A cube of edge `e` with its lower corner at `(x, y, z)`.
+    fn cube(x: f32, y: f32, z: f32, e: f32) -> Aabb3 {
+        Aabb3::new(Vec3::new(x, y, z), Vec3::new(x + e, y + e, z + e)).unwrap()
+    }
+
+    /// Grids of 4 cells per axis, from the first box on.
+    fn small() -> HhgConfig {
+        HhgConfig::DEFAULT
+            .with_initial_cells_log2(2)
+            .unwrap()
+            .with_small_n_threshold(0)
+    }
+
+    /// Words of a 3D grid of `2^log2` cells per axis: table + cells.
+    const fn words(log2: usize) -> usize {
+        729 + (1 << (3 * log2))
+    }
+
+    fn new<const C: usize, const W: usize>(config: HhgConfig) -> Grid3<C, W> {
+        HierarchicalHashGrid::new([HhgSlot::EMPTY; C], [HhgRecord::EMPTY; C], [0; W], config)
+    }
+
+    /// An arena one word short of the smallest grid makes none: the box goes
+    /// to the unbounded container. One word more and the grid exists.
+    #[test]
+    fn arena_exhaustion_sends_boxes_to_the_unbounded_container() {
+        let mut g = new::<4, { words(2) - 1 }>(small());
+        g.insert(0, cube(0.0, 0.0, 0.0, 1.0)).unwrap();
+        let st = g.stats();
+        assert_eq!((st.grids, st.unbounded_objects), (0, 1));
+        assert_eq!(g.slots[0].key, KEY_TOO_LARGE);
+        assert_eq!(g.used, 0);
+        g.validate().unwrap();
+
+        let mut g = new::<4, { words(2) }>(small());
+        g.insert(0, cube(0.0, 0.0, 0.0, 1.0)).unwrap();
+        let st = g.stats();
+        assert_eq!((st.grids, st.unbounded_objects), (1, 0));
+        assert_eq!((st.arena_words_used, st.arena_words), (793, 793));
+        // c₀ = edge · √2, so the unit cube is on the base level.
+        assert_eq!(g.slots[0].key >> LOCAL_BITS, BASE_LEVEL as u32);
+        assert!(!g.can_create());
+        g.validate().unwrap();
+    }
+
+    /// The ninth box of a 4³ grid (density 1/8) grows it to 8³; with no room
+    /// for 16³ the grid saturates at 65 boxes, and stays correct.
+    #[test]
+    fn arena_growth_then_saturation() {
+        let mut g = new::<80, { words(2) + words(3) }>(small());
+        let at = |i: u32| cube((i % 9) as f32 * 1.5, (i / 9) as f32 * 1.5, 0.0, 1.0);
+        for id in 0..8 {
+            g.insert(id, at(id)).unwrap();
+        }
+        let lv = g.levels[BASE_LEVEL];
+        assert_eq!((lv.log2[0], lv.base, lv.words), (2, 0, words(2)));
+        g.insert(8, at(8)).unwrap();
+        let lv = g.levels[BASE_LEVEL];
+        assert_eq!((lv.log2, lv.base, lv.words), ([3; 3], words(2), words(3)));
+        assert_eq!((g.used, g.garbage), (words(2) + words(3), words(2)));
+        assert_eq!(lv.objects, 9);
+        g.validate().unwrap();
+        for id in 9..64 {
+            g.insert(id, at(id)).unwrap();
+        }
+        assert!(!g.levels[BASE_LEVEL].saturated);
+        g.insert(64, at(64)).unwrap();
+        assert!(g.levels[BASE_LEVEL].saturated);
+        assert!(g.stats().grid[0].saturated);
+        assert_eq!(g.levels[BASE_LEVEL].log2[0], 3);
+        g.validate().unwrap();
+        let mut pairs = 0;
+        g.for_each_overlap(|_, _| pairs += 1).unwrap();
+        assert_eq!(pairs, 0);
+    }
+
+    /// Growing the first of two grids when the arena's tail is too short
+    /// compacts: the second grid slides to the front, the grown one follows.
+    #[test]
+    fn arena_compaction_slides_live_grids_down() {
+        // Room for the two small grids, then for one small and one grown.
+        let mut g = new::<16, { words(2) + words(3) }>(small());
+        // The first box (edge 0.25) fixes the base level; unit cubes are two
+        // levels up.
+        g.insert(0, cube(0.0, 0.0, 0.0, 0.25)).unwrap();
+        g.insert(1, cube(0.0, 0.0, 0.0, 1.0)).unwrap();
+        let (small_lv, unit_lv) = (BASE_LEVEL, BASE_LEVEL + 2);
+        assert_eq!(g.slots[1].key >> LOCAL_BITS, unit_lv as u32);
+        assert_eq!(g.levels[small_lv].base, 0);
+        assert_eq!(g.levels[unit_lv].base, words(2));
+        for id in 2..9 {
+            g.insert(id, cube(1.2 + id as f32 * 0.5, 0.0, 0.0, 0.25))
+                .unwrap();
+        }
+        assert_eq!(g.levels[small_lv].log2[0], 2);
+        // The ninth small box grows its grid: no room behind the used
+        // words, so the unit grid slides to the front first.
+        g.insert(9, cube(6.0, 0.0, 0.0, 0.25)).unwrap();
+        assert_eq!(g.levels[small_lv].log2[0], 3);
+        assert_eq!(g.levels[unit_lv].base, 0);
+        assert_eq!(g.levels[small_lv].base, words(2));
+        assert_eq!((g.used, g.garbage), (words(2) + words(3), 0));
+        g.validate().unwrap();
+        let mut pairs = [(0, 0); 4];
+        let mut n = 0;
+        g.for_each_overlap(|a, b| {
+            if n < 4 {
+                pairs[n] = (a.min(b), a.max(b));
+            }
+            n += 1;
+        })
+        .unwrap();
+        assert_eq!(&pairs[..n], &[(0, 1)]);
+    }
+
+    /// Every row of the offset table, for every cell of a 4³ grid (all
+    /// three boundary classes on every axis), leads to the cell at the
+    /// stencil offset, wrapping periodically.
+    #[test]
+    fn offset_rows_wrap_at_the_boundary_3d() {
+        let mut g = new::<4, { words(2) }>(small());
+        g.insert(0, cube(0.0, 0.0, 0.0, 1.0)).unwrap();
+        let lv = g.levels[BASE_LEVEL];
+        let mut seen = [false; 27];
+        for j in 0..27 {
+            let o = Grid3::<4, { words(2) }>::stencil_offset(j);
+            let e = ((o[0] + 1) + 3 * (o[1] + 1) + 9 * (o[2] + 1)) as usize;
+            assert!(!seen[e], "offset {o:?} twice");
+            seen[e] = true;
+            if (1..=13).contains(&j) {
+                let back = Grid3::<4, { words(2) }>::stencil_offset(j + 13);
+                assert_eq!(back, [-o[0], -o[1], -o[2]]);
+            }
+        }
+        assert_eq!(Grid3::<4, { words(2) }>::stencil_offset(0), [0; 3]);
+        for local in 0..64u32 {
+            let c = [local & 3, (local >> 2) & 3, (local >> 4) & 3];
+            let row = g.row(&lv, local);
+            assert_eq!(row.len(), 27);
+            for (j, &off) in row.iter().enumerate() {
+                let o = Grid3::<4, { words(2) }>::stencil_offset(j);
+                let want: u32 = (0..3)
+                    .map(|k| ((c[k] as i32 + o[k]).rem_euclid(4) as u32) << (2 * k))
+                    .sum();
+                assert_eq!(local.wrapping_add(off), want, "cell {c:?} offset {o:?}");
+            }
+        }
+    }
+
+    /// The same in 2D: 9 entries per row, 4 forward.
+    #[test]
+    fn offset_rows_wrap_at_the_boundary_2d() {
+        let mut g = HierarchicalHashGrid::<Aabb2, _, _, _>::new(
+            [HhgSlot::EMPTY; 2],
+            [HhgRecord::EMPTY; 2],
+            [0u32; 81 + 16],
+            small(),
+        );
+        let b = Aabb2::new(Vec2::new(0.0, 0.0), Vec2::new(1.0, 1.0)).unwrap();
+        g.insert(0, b).unwrap();
+        assert_eq!(g.stats().grids, 1);
+        let lv = g.levels[BASE_LEVEL];
+        for local in 0..16u32 {
+            let c = [local & 3, (local >> 2) & 3];
+            let row = g.row(&lv, local);
+            assert_eq!(row.len(), 9);
+            for (j, &off) in row.iter().enumerate() {
+                let o = HierarchicalHashGrid::<Aabb2, [HhgSlot<Aabb2>; 2], [HhgRecord; 2], [u32; 97]>::stencil_offset(j);
+                let want: u32 = (0..2)
+                    .map(|k| ((c[k] as i32 + o[k]).rem_euclid(4) as u32) << (2 * k))
+                    .sum();
+                assert_eq!(local.wrapping_add(off), want, "cell {c:?} offset {o:?}");
+            }
+        }
+    }
+
+    /// A grid of level `BASE_LEVEL` made by hand, empty, for the list tests.
+    fn bare() -> Grid3<8, { words(2) }> {
+        let mut g = new::<8, { words(2) }>(small());
+        g.init_levels(&cube(0.0, 0.0, 0.0, 1.0));
+        g.grid_mode = true;
+        g.create(BASE_LEVEL);
+        g
+    }
+
+    /// Links are pushed at the head of a cell; the first box of a cell
+    /// takes a record and the cell holds the record's index; unlinking the
+    /// middle, the head and the last box relinks the neighbours, and the
+    /// last one frees the record (swap-remove, repointing the moved cell).
+    #[test]
+    fn cell_list_insert_remove_relink() {
+        let mut g = bare();
+        let i = BASE_LEVEL;
+        let cell = |g: &Grid3<8, { words(2) }>, local: u32| g.arena[g.cell_word(key(i, local))];
+        for a in 0..3 {
+            g.link(a, i, 5);
+        }
+        g.link(3, i, 9);
+        assert_eq!((g.nrec, g.levels[i].occupied), (2, 2));
+        assert_eq!((cell(&g, 5), cell(&g, 9)), (0, 1));
+        assert_eq!(
+            g.recs[0],
+            HhgRecord {
+                key: key(i, 5),
+                head: 2
+            }
+        );
+        assert_eq!(
+            g.recs[1],
+            HhgRecord {
+                key: key(i, 9),
+                head: 3
+            }
+        );
+        let links = |g: &Grid3<8, { words(2) }>, a: usize| (g.slots[a].prev, g.slots[a].next);
+        assert_eq!(links(&g, 2), (NONE, 1));
+        assert_eq!(links(&g, 1), (2, 0));
+        assert_eq!(links(&g, 0), (1, NONE));
+        assert_eq!(g.slots[0].key, key(i, 5));
+        // Middle.
+        g.unlink(1);
+        assert_eq!((links(&g, 2), links(&g, 0)), ((NONE, 0), (2, NONE)));
+        // Head.
+        g.unlink(2);
+        assert_eq!(g.recs[0].head, 0);
+        assert_eq!(links(&g, 0), (NONE, NONE));
+        // Last: record 0 goes, record 1 (cell 9) moves into its place.
+        g.unlink(0);
+        assert_eq!((g.nrec, g.levels[i].occupied), (1, 1));
+        assert_eq!(cell(&g, 5), NONE);
+        assert_eq!(
+            g.recs[0],
+            HhgRecord {
+                key: key(i, 9),
+                head: 3
+            }
+        );
+        assert_eq!(cell(&g, 9), 0);
+        // Every cell but cell 9 is empty.
+        let occupied = g.cells(&g.levels[i]).iter().filter(|&&c| c != NONE).count();
+        assert_eq!(occupied, 1);
+    }
+
+    /// Detaching a level chains every box (keyed pending) and drops its
+    /// records; relinking puts each box back in the cell of its lower corner.
+    #[test]
+    fn detach_and_relink_a_level() {
+        let mut g = bare();
+        let i = BASE_LEVEL;
+        for a in 0..5u32 {
+            let b = cube(a as f32 * 0.9, 0.0, 0.0, 1.0);
+            g.slots[a as usize].aabb = b;
+            g.place(a, Target::Grid(i));
+        }
+        g.len = 5;
+        g.validate().unwrap();
+        let before = g.slots;
+        let chain = g.detach_level(i);
+        assert_eq!(g.nrec, 0);
+        let mut n = 0;
+        let mut a = chain;
+        while a != NONE {
+            assert_eq!(g.slots[a as usize].key, KEY_PENDING);
+            a = g.slots[a as usize].next;
+            n += 1;
+        }
+        assert_eq!(n, 5);
+        assert!(g.cells(&g.levels[i]).iter().all(|&c| c == NONE));
+        g.levels[i].occupied = 0;
+        g.relink_chain(chain, i);
+        g.validate().unwrap();
+        for a in 0..5 {
+            assert_eq!(g.slots[a].key, before[a].key);
+        }
+    }
+
+    /// The record list: sorting puts the records in key order and points
+    /// every cell at its record again.
+    #[test]
+    fn record_list_sorts_and_repoints() {
+        let mut g = bare();
+        let i = BASE_LEVEL;
+        for (a, local) in [(0u32, 40u32), (1, 7), (2, 63), (3, 0)] {
+            g.link(a, i, local);
+        }
+        assert_eq!(g.unsorted, 4);
+        g.sort_records();
+        assert_eq!(g.unsorted, 0);
+        let keys = [0, 7, 40, 63].map(|l| key(i, l));
+        for (p, k) in keys.iter().enumerate() {
+            assert_eq!(g.recs[p].key, *k);
+            assert_eq!(g.arena[g.cell_word(*k)], p as u32);
+        }
+        assert_eq!(g.recs[3].head, 2);
+    }
+
+    /// The flat array of the small-N path: a box's `prev` is its position;
+    /// removing one moves the last box into its place.
+    #[test]
+    fn flat_array_swap_removes() {
+        let mut g = new::<8, 0>(HhgConfig::DEFAULT);
+        for a in 0..3 {
+            g.push_flat(a);
+        }
+        assert_eq!(g.nrec, 3);
+        assert_eq!([0, 1, 2].map(|a| g.slots[a].prev), [0, 1, 2]);
+        g.unlink_flat(0);
+        assert_eq!(g.nrec, 2);
+        assert_eq!((g.recs[0].head, g.recs[1].head), (2, 1));
+        assert_eq!(g.slots[2].prev, 0);
+        assert_eq!(g.recs[0].key, KEY_FLAT);
+    }
+
+    /// The unbounded container is a doubly linked list with a count.
+    #[test]
+    fn unbounded_list_links_and_unlinks() {
+        let mut g = new::<8, 0>(HhgConfig::DEFAULT);
+        for a in 0..3 {
+            g.push_unbounded(a, KEY_TOO_LARGE);
+        }
+        assert_eq!((g.unbounded_head, g.unbounded_len), (2, 3));
+        g.unlink_unbounded(1);
+        assert_eq!((g.slots[2].next, g.slots[0].prev), (0, 2));
+        g.unlink_unbounded(2);
+        assert_eq!((g.unbounded_head, g.unbounded_len), (0, 1));
+        assert_eq!(g.slots[0].prev, NONE);
+    }
+
+    /// `memory_bytes` is the documented `44C + 4A` in 3D, `36C + 4A` in 2D.
+    #[test]
+    fn memory_is_the_formula() {
+        let g = new::<10, 100>(HhgConfig::DEFAULT);
+        assert_eq!(g.memory_bytes(), 44 * 10 + 4 * 100);
+        let g2 = HierarchicalHashGrid::<Aabb2, _, _, _>::new(
+            [HhgSlot::EMPTY; 10],
+            [HhgRecord::EMPTY; 10],
+            [0u32; 100],
+            HhgConfig::DEFAULT,
+        );
+        assert_eq!(g2.memory_bytes(), 36 * 10 + 4 * 100);
+    }
+}
