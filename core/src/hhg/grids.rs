@@ -861,8 +861,8 @@ mod tests {
         g.levels[i].occupied = 0;
         g.relink_chain(chain, i);
         g.validate().unwrap();
-        for a in 0..5 {
-            assert_eq!(g.slots[a].key, before[a].key);
+        for (now, was) in g.slots.iter().zip(&before) {
+            assert_eq!(now.key, was.key);
         }
     }
 
