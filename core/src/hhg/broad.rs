@@ -25,6 +25,10 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u
         self.update_box(id, aabb)
     }
 
+    fn update_many(&mut self, updates: &[(u32, B)]) -> Result<(), Error> {
+        self.update_batch(updates)
+    }
+
     fn remove(&mut self, id: u32) -> Result<B, Error> {
         self.remove_box(id)
     }

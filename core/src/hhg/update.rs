@@ -268,6 +268,21 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u
         Ok(())
     }
 
+    /// [`BroadPhase::update_many`] on the incremental path of
+    /// [`update_all`](Self::update_all): every id and box passes the checks
+    /// of [`BroadPhase::update`] first, in order, then every box moves.
+    /// Moving cannot fail once checked, so on error nothing has changed.
+    pub(super) fn update_batch(&mut self, updates: &[(u32, B)]) -> Result<(), Error> {
+        for (id, b) in updates {
+            let k = self.stored_key(*id)?;
+            self.check_update(k, b)?;
+        }
+        for &(id, b) in updates {
+            self.apply_update(id, b);
+        }
+        Ok(())
+    }
+
     /// [`BroadPhase::remove`].
     pub(super) fn remove_box(&mut self, id: u32) -> Result<B, Error> {
         self.stored_key(id)?;
@@ -330,5 +345,60 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u
         self.unbounded_head = NONE;
         self.unbounded_len = 0;
         self.unsorted = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::error::{Error, Validate};
+    use crate::geom::{Aabb3, Vec3};
+    use crate::hhg::{HhgConfig, HhgRecord, HhgSlot, HierarchicalHashGrid};
+    use crate::traits::BroadPhase;
+
+    fn cube(x: f32) -> Aabb3 {
+        Aabb3::new(Vec3::new(x, 0.0, 0.0), Vec3::new(x + 1.0, 1.0, 1.0)).unwrap()
+    }
+
+    /// `update_many` checks the whole batch with `update`'s checks before
+    /// moving anything: an unbounded object takes an infinite box, and a
+    /// box out of every grid's range refuses the batch with nothing moved.
+    #[test]
+    fn update_many_checks_everything_first() {
+        for small_n in [0, 64] {
+            let mut g = HierarchicalHashGrid::<Aabb3, _, _, _>::new(
+                [HhgSlot::EMPTY; 4],
+                [HhgRecord::EMPTY; 4],
+                [0u32; 4096],
+                HhgConfig::DEFAULT.with_small_n_threshold(small_n),
+            );
+            let floor = Aabb3 {
+                min: Vec3::new(f32::NEG_INFINITY, f32::NEG_INFINITY, f32::NEG_INFINITY),
+                max: Vec3::new(f32::INFINITY, f32::INFINITY, 0.0),
+            };
+            g.insert_unbounded(0, floor).unwrap();
+            g.insert(1, cube(0.0)).unwrap();
+            g.insert(2, cube(5.0)).unwrap();
+            let lower = Aabb3 {
+                max: Vec3::new(f32::INFINITY, f32::INFINITY, -1.0),
+                ..floor
+            };
+            g.update_many(&[(1, cube(0.5)), (0, lower)]).unwrap();
+            assert_eq!((g.get(0), g.get(1)), (Some(lower), Some(cube(0.5))));
+            let far = cube(1.0e30);
+            assert_eq!(
+                g.update_many(&[(1, cube(3.0)), (2, far)]),
+                Err(Error::OutOfRange)
+            );
+            assert_eq!((g.get(1), g.get(2)), (Some(cube(0.5)), Some(cube(5.0))));
+            assert_eq!(
+                g.update_many(&[(1, cube(3.0)), (3, cube(1.0))]),
+                Err(Error::UnknownId { id: 3 })
+            );
+            assert_eq!(g.get(1), Some(cube(0.5)));
+            g.validate().unwrap();
+            let mut pairs = 0;
+            g.for_each_overlap(|_, _| pairs += 1).unwrap();
+            assert_eq!(pairs, 0);
+        }
     }
 }
