@@ -22,6 +22,25 @@ pub enum UpdateStrategy {
 }
 
 /// Tuning of a [`HierarchicalHashGrid`]; every value is checked when set.
+///
+/// # Example
+///
+/// ```
+/// use spatium::{Aabb2, Aabb3, HhgConfig};
+///
+/// let cfg = HhgConfig::DEFAULT
+///     .with_hierarchy_factor(4.0)?
+///     .with_density(1.0)?
+///     .with_initial_cells_log2(3)?
+///     .with_small_n_threshold(0);
+/// assert_eq!(cfg.hierarchy_factor(), 4.0);
+/// // 1000 boxes at one per cell: 8³ cells are too few, 16³ will do.
+/// assert_eq!(cfg.arena_words_for::<Aabb3>(1000), 729 + 16 * 16 * 16);
+/// // In 2D: 8², 16², then 32² cells.
+/// assert_eq!(cfg.arena_words_for::<Aabb2>(1000), 81 + 32 * 32);
+/// assert!(HhgConfig::DEFAULT.with_density(0.0).is_err());
+/// # Ok::<(), spatium::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct HhgConfig {
@@ -48,7 +67,9 @@ impl HhgConfig {
         small_n: 32,
     };
 
-    /// Ratio of the cell sizes of successive levels, in `1.25..=64`.
+    /// Ratio of the cell sizes of successive levels, in `1.25..=64`
+    /// (default 2). Larger factors mean fewer grids, each box tested against
+    /// more boxes of the grids above. `O(1)`.
     ///
     /// # Errors
     /// [`Error::InvalidConfig`] outside that range (the lower bound keeps the
@@ -63,7 +84,8 @@ impl HhgConfig {
         Ok(self)
     }
 
-    /// Boxes per cell above which a grid grows, in `(0, 1024]`.
+    /// Boxes per cell above which a grid grows, in `(0, 1024]` (default
+    /// 1/8). `O(1)`.
     ///
     /// # Errors
     /// [`Error::InvalidConfig`] outside that range or NaN.
@@ -75,8 +97,9 @@ impl HhgConfig {
         Ok(self)
     }
 
-    /// Cells per axis of a new grid, as a power of two `2..=9` (capped at
-    /// the largest grid of the dimension).
+    /// Cells per axis of a new grid, as a power of two: `log2` in `2..=9`
+    /// (default 4, 16 cells per axis). An arena too short for that size
+    /// makes the grid smaller, down to 4 cells per axis. `O(1)`.
     ///
     /// # Errors
     /// [`Error::InvalidConfig`] outside `2..=9`.
@@ -90,9 +113,9 @@ impl HhgConfig {
         Ok(self)
     }
 
-    /// Number of boxes from which the grids are used; below it every pair is
-    /// tested (0 or 1: grids from the first box). The switch is final until
-    /// [`BroadPhase::clear`].
+    /// Number of boxes from which the grids are used (default 32); below it
+    /// every pair is tested (0 or 1: grids from the first box). The switch is
+    /// final until [`BroadPhase::clear`]. Any value is valid. `O(1)`.
     pub const fn with_small_n_threshold(mut self, n: u32) -> Self {
         self.small_n = n;
         self
@@ -103,7 +126,9 @@ impl HhgConfig {
     /// 81 in 2D) plus the smallest power-of-two cube of cells, from the
     /// initial size and growing 2× per axis, whose cells × density reach
     /// `objects`. Size an arena as the sum over the grids a scene needs (one
-    /// per size class in use).
+    /// per size class in use); an arena that is too short is never an error
+    /// (see the [module](super) docs). `O(log objects)`; see the
+    /// [type's example](HhgConfig).
     pub fn arena_words_for<B: BoundingBox>(&self, objects: usize) -> usize {
         let d = B::Point::DIM;
         let max = Dims::max_log2(d);

@@ -21,12 +21,17 @@
 //! that, to the container of unbounded objects. Only a full object store is
 //! an error.
 //!
-//! Memory (`C` = ids, `A` = arena words):
-//! `C · (size_of::<HhgSlot<B>>() + size_of::<HhgRecord>()) + 4A +
-//! size_of::<Self>()` bytes, that is `44C + 4A` (3D) or `36C + 4A` (2D) plus
-//! about 2.5 KiB. A grid takes
-//! `3^D·3^D + cells` words (729 + cells in 3D, 81 + cells in 2D).
+//! Memory (`C` = ids, `A` = arena words): the buffers take
+//! `C · (size_of::<HhgSlot<B>>() + size_of::<HhgRecord>()) + 4A` bytes, that
+//! is `44C + 4A` (3D) or `36C + 4A` (2D) ([`Inspect::memory_bytes`]), and the
+//! struct beside them about 2.5 KiB (its 30 level descriptors). A grid takes
+//! `3^D·3^D + cells` words (729 + cells in 3D, 81 + cells in 2D);
 //! [`HierarchicalHashGrid::arena_words_for`] sizes the arena.
+//!
+//! The code is split by operation: `config` (tuning), `grids` (levels,
+//! arena, cell lists), `update` (insert, update, remove, bulk updates),
+//! `detect` (pairs and box queries), `stats` ([`Inspect`]), `validate` and
+//! `broad` (the [`BroadPhase`] implementation).
 
 mod broad;
 mod config;
@@ -43,7 +48,7 @@ use crate::geom::{BoundingBox, Point};
 use crate::storage::Storage;
 use crate::table::NONE;
 #[cfg(doc)]
-use crate::traits::BroadPhase;
+use crate::{inspect::Inspect, traits::BroadPhase};
 
 pub use config::{HhgConfig, UpdateStrategy};
 use grids::Level;
@@ -167,7 +172,43 @@ enum Target {
 /// and remove and `O(n)` pair detection whatever the boxes' sizes.
 ///
 /// `slots` holds one [`HhgSlot`] per id (ids are below its length, at most
-/// 2³¹ − 1); `arena` holds the grids. See the [module](self) docs.
+/// 2³¹ − 1), `recs` one [`HhgRecord`] per stored box, `arena` the grids. See
+/// the [module](self) docs.
+///
+/// # Example
+///
+/// ```
+/// use spatium::{Aabb3, BroadPhase, HhgConfig, HhgRecord, HhgSlot, HierarchicalHashGrid, Inspect, Vec3};
+///
+/// let cube = |x: f32, e: f32| Aabb3::new(Vec3::new(x, 0.0, 0.0), Vec3::new(x + e, e, e));
+/// // Grids from the first box on (by default all pairs are tested below 32
+/// // boxes).
+/// let cfg = HhgConfig::DEFAULT.with_small_n_threshold(0);
+/// let mut g = HierarchicalHashGrid::new(
+///     [HhgSlot::<Aabb3>::EMPTY; 8],
+///     [HhgRecord::EMPTY; 8],
+///     [0u32; 2048],
+///     cfg,
+/// );
+/// g.insert(0, cube(0.0, 1.0)?)?;
+/// g.insert(1, cube(0.5, 1.0)?)?; // overlaps 0
+/// g.insert(2, cube(10.0, 4.0)?)?; // larger: a grid of larger cells
+/// let mut pairs = Vec::new();
+/// g.for_each_overlap(|a, b| pairs.push((a.min(b), a.max(b))))?;
+/// assert_eq!(pairs, [(0, 1)]);
+///
+/// g.update(1, cube(11.0, 1.0)?)?; // now inside 2
+/// let mut hits = Vec::new();
+/// g.query(&cube(10.5, 1.0)?, |id| hits.push(id))?;
+/// hits.sort();
+/// assert_eq!(hits, [1, 2]);
+///
+/// assert_eq!(g.remove(0)?, cube(0.0, 1.0)?);
+/// assert_eq!(g.box_count(), 2);
+/// assert_eq!(g.stats().grids, 2);
+/// assert_eq!(g.memory_bytes(), 44 * 8 + 4 * 2048);
+/// # Ok::<(), spatium::Error>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct HierarchicalHashGrid<
     B: BoundingBox,
@@ -230,7 +271,11 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u
     /// An empty grid over `slots` (all [`HhgSlot::EMPTY`]; the capacity is
     /// its length), `recs` (any contents; its length bounds the number of
     /// boxes stored: make it as long as `slots`) and `arena` (any contents;
-    /// its length bounds the grids).
+    /// its length bounds the grids). A `const fn`, for a `static` grid over
+    /// arrays. `O(1)`: nothing is written to the buffers until used.
+    ///
+    /// See the [type's example](Self); [`new_checked`](Self::new_checked)
+    /// refuses a record buffer shorter than the slot buffer.
     pub const fn new(slots: S, recs: R, arena: A, config: HhgConfig) -> Self {
         Self {
             slots,
@@ -257,7 +302,21 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u
     /// # Errors
     /// [`Error::InvalidStorage`] when `recs` is shorter than `slots` (with
     /// [`new`](Self::new) such a grid refuses boxes beyond the record
-    /// buffer's length with [`Error::CapacityExceeded`]).
+    /// buffer's length with [`Error::CapacityExceeded`]). `O(1)`.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use spatium::{Aabb3, Error, HhgConfig, HhgRecord, HhgSlot, HierarchicalHashGrid};
+    ///
+    /// let short = HierarchicalHashGrid::new_checked(
+    ///     [HhgSlot::<Aabb3>::EMPTY; 8],
+    ///     [HhgRecord::EMPTY; 4],
+    ///     [0u32; 1024],
+    ///     HhgConfig::DEFAULT,
+    /// );
+    /// assert!(matches!(short, Err(Error::InvalidStorage { .. })));
+    /// ```
     pub fn new_checked(slots: S, recs: R, arena: A, config: HhgConfig) -> Result<Self, Error> {
         if recs.as_ref().len() < slots.as_ref().len() {
             return Err(Error::InvalidStorage {
@@ -269,17 +328,25 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u
 
     /// Arena words for one grid able to hold `objects` boxes at the
     /// configured density without saturating (see
-    /// [`HhgConfig::arena_words_for`]).
+    /// [`HhgConfig::arena_words_for`]). `O(log objects)`.
+    ///
+    /// ```
+    /// use spatium::{Aabb3, HhgConfig, HhgRecord, HhgSlot, HierarchicalHashGrid};
+    ///
+    /// type Grid = HierarchicalHashGrid<Aabb3, Vec<HhgSlot<Aabb3>>, Vec<HhgRecord>, Vec<u32>>;
+    /// // 10 000 boxes at 1/8 per cell: 64³ cells (32³ / 8 < 10 000 ≤ 64³ / 8).
+    /// assert_eq!(Grid::arena_words_for(10_000, &HhgConfig::DEFAULT), 729 + 64 * 64 * 64);
+    /// ```
     pub fn arena_words_for(objects: usize, config: &HhgConfig) -> usize {
         config.arena_words_for::<B>(objects)
     }
 
-    /// The configuration.
+    /// The configuration. `O(1)`.
     pub fn config(&self) -> &HhgConfig {
         &self.config
     }
 
-    /// `true` once the grids are in use (the small-N path is over).
+    /// `true` once the grids are in use (the small-N path is over). `O(1)`.
     pub fn uses_grids(&self) -> bool {
         self.grid_mode
     }

@@ -70,12 +70,37 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u
 
     /// Stores an unbounded object (a plane, a half-space): `aabb` may have
     /// infinite bounds (`-∞` below, `+∞` above) but no NaN and no `min >
-    /// max`. It is tested against every other object.
+    /// max`. It is tested against every other object, and never leaves the
+    /// unbounded container. `O(1)`.
     ///
     /// # Errors
     /// [`Error::IdOutOfRange`], [`Error::DuplicateId`], [`Error::NonFinite`]
-    /// (NaN or a wrong-signed infinity), [`Error::InvertedBox`]; nothing
-    /// changes on error.
+    /// (NaN or a wrong-signed infinity), [`Error::InvertedBox`],
+    /// [`Error::CapacityExceeded`] (a full record buffer); nothing changes on
+    /// error.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use spatium::{Aabb3, BroadPhase, HhgConfig, HhgRecord, HhgSlot, HierarchicalHashGrid, Vec3};
+    ///
+    /// let mut g = HierarchicalHashGrid::new(
+    ///     [HhgSlot::<Aabb3>::EMPTY; 4],
+    ///     [HhgRecord::EMPTY; 4],
+    ///     [0u32; 1024],
+    ///     HhgConfig::DEFAULT,
+    /// );
+    /// // The half-space z <= 0.
+    /// let inf = f32::INFINITY;
+    /// let floor = Aabb3 { min: Vec3::new(-inf, -inf, -inf), max: Vec3::new(inf, inf, 0.0) };
+    /// g.insert_unbounded(0, floor)?;
+    /// g.insert(1, Aabb3::new(Vec3::new(5.0, 5.0, -0.5), Vec3::new(6.0, 6.0, 0.5))?)?;
+    /// g.insert(2, Aabb3::new(Vec3::new(5.0, 5.0, 1.0), Vec3::new(6.0, 6.0, 2.0))?)?;
+    /// let mut pairs = Vec::new();
+    /// g.for_each_overlap(|a, b| pairs.push((a.min(b), a.max(b))))?;
+    /// assert_eq!(pairs, [(0, 1)]);
+    /// # Ok::<(), spatium::Error>(())
+    /// ```
     pub fn insert_unbounded(&mut self, id: u32, aabb: B) -> Result<(), Error> {
         self.check_id_free(id)?;
         Self::check_unbounded(&aabb)?;
@@ -85,12 +110,47 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u
         Ok(())
     }
 
-    /// Moves every stored box to `boxes[id]` with the given strategy.
+    /// Moves every stored box to `boxes[id]` with the given strategy
+    /// (entries of ids not stored are ignored): `Incremental` relinks only
+    /// the boxes whose cell or grid changed, `ClearAndReinsert` empties
+    /// every cell and places every box again, keeping the grids.
+    ///
+    /// `O(m)` for `m = min(boxes.len(), capacity)`, both passes (checks,
+    /// then moves), plus the grid changes as in [`BroadPhase::insert`].
     ///
     /// # Errors
     /// [`Error::LengthMismatch`] unless every stored id is below
     /// `boxes.len()`; the errors of [`BroadPhase::update`] for a bad box.
     /// Everything is checked before anything moves: nothing changes on error.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use spatium::{Aabb3, BroadPhase, Error, HhgConfig, HhgRecord, HhgSlot, HierarchicalHashGrid, UpdateStrategy, Vec3};
+    ///
+    /// let cube = |x: f32| Aabb3::new(Vec3::new(x, 0.0, 0.0), Vec3::new(x + 1.0, 1.0, 1.0));
+    /// let mut g = HierarchicalHashGrid::new(
+    ///     [HhgSlot::<Aabb3>::EMPTY; 4],
+    ///     [HhgRecord::EMPTY; 4],
+    ///     [0u32; 1024],
+    ///     HhgConfig::DEFAULT,
+    /// );
+    /// let mut boxes = [cube(0.0)?, cube(3.0)?, cube(6.0)?];
+    /// for (id, b) in boxes.iter().enumerate() {
+    ///     g.insert(id as u32, *b)?;
+    /// }
+    /// boxes[1] = cube(0.5)?;
+    /// g.update_all(&boxes, UpdateStrategy::Incremental)?;
+    /// let mut pairs = 0;
+    /// g.for_each_overlap(|_, _| pairs += 1)?;
+    /// assert_eq!(pairs, 1);
+    /// // Every stored id needs a box.
+    /// assert_eq!(
+    ///     g.update_all(&boxes[..2], UpdateStrategy::ClearAndReinsert),
+    ///     Err(Error::LengthMismatch { expected: 3, got: 2 })
+    /// );
+    /// # Ok::<(), spatium::Error>(())
+    /// ```
     pub fn update_all(&mut self, boxes: &[B], strategy: UpdateStrategy) -> Result<(), Error> {
         let n = boxes.len().min(self.slots.as_ref().len());
         let mut seen = 0u32;
