@@ -31,12 +31,12 @@
 //! The code is split by operation: `config` (tuning), `grids` (levels,
 //! arena, cell lists), `update` (insert, update, remove, bulk updates),
 //! `detect` (pairs and box queries), `stats` ([`Inspect`]), `validate` and
-//! `broad` (the [`BroadPhase`] implementation).
+//! `interface` (the [`BroadPhase`] implementation).
 
-mod broad;
 mod config;
 mod detect;
 mod grids;
+mod interface;
 mod stats;
 mod update;
 mod validate;

@@ -1,5 +1,10 @@
 //! The [`BroadPhase`] implementation: thin calls of the operations in
 //! `update` and `detect`.
+//!
+//! (Not `broad.rs`: code is laid out in the order of the mangled symbol
+//! names, and this name puts `insert` after the grid and update code, where
+//! it needs no alignment padding on Thumb; the firmware image stays at its
+//! size from before the split.)
 
 use super::{HhgRecord, HhgSlot, HierarchicalHashGrid};
 use crate::error::Error;
