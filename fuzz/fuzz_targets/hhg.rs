@@ -34,7 +34,7 @@ use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use spatium::{
     Aabb2, Aabb3, BoundingBox, BroadPhase, Error, HhgConfig, HhgRecord, HhgSlot, HhgStats,
-    HierarchicalHashGrid, UpdateStrategy, Validate,
+    HierarchicalHashGrid, Inspect, UpdateStrategy, Validate,
 };
 use spatium_host::boxes::{TestBox, corners, dim, overlap, same};
 

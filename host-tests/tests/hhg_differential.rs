@@ -5,7 +5,7 @@
 
 use spatium::{
     Aabb2, Aabb3, BoundingBox, BroadPhase, Error, HhgConfig, HhgRecord, HhgSlot,
-    HierarchicalHashGrid, Point, UpdateStrategy, Validate, Vec3,
+    HierarchicalHashGrid, Inspect, Point, UpdateStrategy, Validate, Vec3,
 };
 use spatium_host::make::{self, VecHhg};
 use spatium_host::oracle::{assert_same_pairs, collect_box_pairs, overlapping_pairs};

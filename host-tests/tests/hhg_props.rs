@@ -25,7 +25,8 @@ use common::{Lattice, lattice, lattice_corners, pow2};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseResult;
 use spatium::{
-    Aabb2, Aabb3, BoundingBox, BroadPhase, Error, HhgConfig, HhgStats, UpdateStrategy, Validate,
+    Aabb2, Aabb3, BoundingBox, BroadPhase, Error, HhgConfig, HhgStats, Inspect, UpdateStrategy,
+    Validate,
 };
 use spatium_host::make::{self, VecHhg};
 

@@ -23,7 +23,8 @@ use std::process::ExitCode;
 use cpu_time::ThreadTime;
 use plotters::prelude::*;
 use spatium::{
-    Aabb3, BoundingBox, BroadPhase, BruteForceBroadPhase, HhgConfig, Point, UpdateStrategy, Vec3,
+    Aabb3, BoundingBox, BroadPhase, BruteForceBroadPhase, HhgConfig, Inspect, Point,
+    UpdateStrategy, Vec3,
 };
 use spatium_benches::bp_peers::{ParryBvh, SweepAndPrune};
 use spatium_host::make::{self, VecHhg};

@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use spatium::{Aabb3, BroadPhase, HhgConfig, UpdateStrategy};
+use spatium::{Aabb3, BroadPhase, HhgConfig, Inspect, UpdateStrategy};
 use spatium_host::make;
 use spatium_host::scenarios::{moving_cubes, varied_cubes};
 

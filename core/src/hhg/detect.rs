@@ -1,0 +1,278 @@
+//! Finding overlaps: the pairs of the grids (Algorithm 4), of the unbounded
+//! container, and the boxes of a grid overlapping a query box.
+
+use super::{HhgRecord, HhgSlot, HierarchicalHashGrid, LOCAL_BITS, LOCAL_MASK, Level, NONE};
+use crate::cell::floor_i32;
+use crate::error::Error;
+use crate::geom::{BoundingBox, Point};
+use crate::storage::Storage;
+#[cfg(doc)]
+use crate::traits::BroadPhase;
+
+impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u32>>
+    HierarchicalHashGrid<B, S, R, A>
+{
+    /// Calls `f` for every stored bounded box of the grids and the flat array.
+    pub(super) fn for_each_bounded(&self, mut f: impl FnMut(u32)) {
+        let slots = self.slots.as_ref();
+        if !self.grid_mode {
+            for r in &self.recs.as_ref()[..self.nrec as usize] {
+                f(r.head);
+            }
+            return;
+        }
+        for r in &self.recs.as_ref()[..self.nrec as usize] {
+            let mut a = r.head;
+            while a != NONE {
+                f(a);
+                a = slots[a as usize].next;
+            }
+        }
+    }
+
+    /// Pairs involving the unbounded container.
+    pub(super) fn unbounded_pairs<F: FnMut(u32, u32)>(&self, f: &mut F) {
+        let slots = self.slots.as_ref();
+        let mut u = self.unbounded_head;
+        while u != NONE {
+            let bu = slots[u as usize].aabb;
+            let mut v = slots[u as usize].next;
+            while v != NONE {
+                if bu.overlaps(&slots[v as usize].aabb) {
+                    f(u, v);
+                }
+                v = slots[v as usize].next;
+            }
+            self.for_each_bounded(|a| {
+                if bu.overlaps(&slots[a as usize].aabb) {
+                    f(u, a);
+                }
+            });
+            u = slots[u as usize].next;
+        }
+    }
+
+    /// Puts the occupied-cell records in key order (grid by grid, each
+    /// grid's cells in memory order) and points the cells at them again, so
+    /// that detection walks every grid front to back. `O(r log r)` for `r`
+    /// occupied cells; [`BroadPhase::for_each_overlap`] calls it when an eighth
+    /// of the records are new or moved since the last time.
+    pub fn sort_records(&mut self) {
+        if !self.grid_mode {
+            return;
+        }
+        let n = self.nrec as usize;
+        crate::sort::sort_by_key(&mut self.recs.as_mut()[..n], |r| r.key);
+        for p in 0..n {
+            let c = self.cell_word(self.recs.as_ref()[p].key);
+            self.arena.as_mut()[c] = p as u32;
+        }
+        self.unsorted = 0;
+    }
+
+    /// The cells of a grid.
+    #[inline(always)]
+    pub(super) fn cells(&self, lv: &Level) -> &[u32] {
+        &self.arena.as_ref()[lv.cells_at(Self::TABLE)..][..lv.cells]
+    }
+
+    /// The offset-table row of cell `local` (the cell itself, the forward
+    /// half, then the backward half).
+    #[inline(always)]
+    pub(super) fn row(&self, lv: &Level, local: u32) -> &[u32] {
+        let st = Self::STENCIL;
+        &self.arena.as_ref()[lv.base + Self::class(lv, local) * st..][..st]
+    }
+
+    /// Reports box `a` against every overlapping box of the list at `b`.
+    #[inline(always)]
+    pub(super) fn against_list<F: FnMut(u32, u32)>(&self, a: u32, ba: &B, mut b: u32, f: &mut F) {
+        let slots = self.slots.as_ref();
+        while b != NONE {
+            let sb = &slots[b as usize];
+            if ba.overlaps(&sb.aabb) {
+                f(a, b);
+            }
+            b = sb.next;
+        }
+    }
+
+    /// Pairs of the grids (Algorithm 4).
+    pub(super) fn grid_pairs<F: FnMut(u32, u32)>(&self, f: &mut F) {
+        let slots = self.slots.as_ref();
+        let recs = self.recs.as_ref();
+        for r in &recs[..self.nrec as usize] {
+            let k = r.key;
+            let i = (k >> LOCAL_BITS) as usize;
+            let local = k & LOCAL_MASK;
+            let lv = &self.levels[i];
+            let cells = self.cells(lv);
+            let head = r.head;
+            // Inside the cell.
+            let mut a = head;
+            while a != NONE {
+                let sa = &slots[a as usize];
+                self.against_list(a, &sa.aabb, sa.next, f);
+                a = sa.next;
+            }
+            // Forward half of the neighbours.
+            for &off in &self.row(lv, local)[1..=Self::HALF] {
+                let q = cells[local.wrapping_add(off) as usize];
+                if q == NONE {
+                    continue;
+                }
+                let nb = recs[q as usize].head;
+                let mut a = head;
+                while a != NONE {
+                    let sa = &slots[a as usize];
+                    self.against_list(a, &sa.aabb, nb, f);
+                    a = sa.next;
+                }
+            }
+            // Every grid with larger cells.
+            let larger = self.active & !((2u32 << i) - 1);
+            if larger == 0 {
+                continue;
+            }
+            let mut a = head;
+            while a != NONE {
+                let sa = &slots[a as usize];
+                let mut m = larger;
+                while m != 0 {
+                    let h = m.trailing_zeros() as usize;
+                    m &= m - 1;
+                    let lh = &self.levels[h];
+                    let hl = Self::local(lh, sa.aabb.min());
+                    let hcells = self.cells(lh);
+                    for &off in self.row(lh, hl) {
+                        let q = hcells[hl.wrapping_add(off) as usize];
+                        if q != NONE {
+                            self.against_list(a, &sa.aabb, recs[q as usize].head, f);
+                        }
+                    }
+                }
+                a = sa.next;
+            }
+        }
+    }
+
+    /// Boxes of level `i` overlapping `q`: the cells from one below `q`'s
+    /// lower corner to its upper corner (boxes are keyed by their lower
+    /// corner), each cell once even when the range wraps.
+    pub(super) fn query_level<F: FnMut(u32)>(&self, i: usize, q: &B, f: &mut F) {
+        let lv = &self.levels[i];
+        let slots = self.slots.as_ref();
+        let recs = self.recs.as_ref();
+        let cells = self.cells(lv);
+        let mut lo = [0u32; 3];
+        let mut n = [1u32; 3];
+        let mut total = 1u64;
+        for k in 0..Self::D {
+            let dim = lv.mask[k] as u64 + 1;
+            let a = (q.min().coord(k) * lv.inv).clamp(-2.0e9, 2.0e9);
+            let b = (q.max().coord(k) * lv.inv).clamp(-2.0e9, 2.0e9);
+            let l = floor_i32(a) as i64 - 1;
+            let h = floor_i32(b) as i64;
+            let span = (h - l + 1) as u64;
+            if span >= dim {
+                lo[k] = 0;
+                n[k] = dim as u32;
+            } else {
+                lo[k] = (l as u32) & lv.mask[k];
+                n[k] = span as u32;
+            }
+            total *= n[k] as u64;
+        }
+        let visit = |a0: u32, f: &mut F| {
+            let mut a = a0;
+            while a != NONE {
+                let s = &slots[a as usize];
+                if q.overlaps(&s.aabb) {
+                    f(a);
+                }
+                a = s.next;
+            }
+        };
+        if total > self.nrec as u64 {
+            // Cheaper to walk the occupied cells of this level.
+            for r in &recs[..self.nrec as usize] {
+                if (r.key >> LOCAL_BITS) as usize == i {
+                    visit(r.head, f);
+                }
+            }
+            return;
+        }
+        for z in 0..n[2] {
+            let cz = ((lo[2] + z) & lv.mask[2]) << lv.shift[2];
+            for y in 0..n[1] {
+                let cy = ((lo[1] + y) & lv.mask[1]) << lv.shift[1];
+                for x in 0..n[0] {
+                    let cx = ((lo[0] + x) & lv.mask[0]) << lv.shift[0];
+                    let q = cells[(cx | cy | cz) as usize];
+                    if q != NONE {
+                        visit(recs[q as usize].head, f);
+                    }
+                }
+            }
+        }
+    }
+
+    /// [`BroadPhase::for_each_overlap`]: the grids' pairs (sorting the
+    /// records first when enough moved) or every pair of the flat array,
+    /// then the pairs of the unbounded container.
+    pub(super) fn pairs<F: FnMut(u32, u32)>(&mut self, f: &mut F) {
+        if self.grid_mode {
+            // Walk the cells in memory order once an eighth of the records
+            // have been added or moved since the last sort.
+            if self.unsorted as u64 * 8 > self.nrec as u64 {
+                self.sort_records();
+            }
+            self.grid_pairs(f);
+        } else {
+            let slots = self.slots.as_ref();
+            let recs = self.recs.as_ref();
+            let n = self.nrec as usize;
+            for (p, ra) in recs[..n].iter().enumerate() {
+                let a = ra.head;
+                let ba = slots[a as usize].aabb;
+                for rb in &recs[p + 1..n] {
+                    let b = rb.head;
+                    if ba.overlaps(&slots[b as usize].aabb) {
+                        f(a, b);
+                    }
+                }
+            }
+        }
+        self.unbounded_pairs(f);
+    }
+
+    /// [`BroadPhase::query`]: every grid (or the flat array), then the
+    /// unbounded container.
+    pub(super) fn query_box<F: FnMut(u32)>(&self, aabb: &B, f: &mut F) -> Result<(), Error> {
+        Self::check_unbounded(aabb)?;
+        let slots = self.slots.as_ref();
+        if self.grid_mode {
+            let mut m = self.active;
+            while m != 0 {
+                let i = m.trailing_zeros() as usize;
+                m &= m - 1;
+                self.query_level(i, aabb, f);
+            }
+        } else {
+            for r in &self.recs.as_ref()[..self.nrec as usize] {
+                if aabb.overlaps(&slots[r.head as usize].aabb) {
+                    f(r.head);
+                }
+            }
+        }
+        let mut u = self.unbounded_head;
+        while u != NONE {
+            let s = &slots[u as usize];
+            if aabb.overlaps(&s.aabb) {
+                f(u);
+            }
+            u = s.next;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,464 @@
+//! Changing what is stored: the checks of an insert or an update, unbounded
+//! objects, and moving every box at once ([`HierarchicalHashGrid::update_all`]).
+
+use super::{
+    HhgRecord, HhgSlot, HierarchicalHashGrid, KEY_FLAT, KEY_PENDING, KEY_TOO_LARGE, KEY_UNBOUNDED,
+    LEVELS, LOCAL_BITS, Level, NONE, Target, UpdateStrategy, is_grid_key, key,
+};
+use crate::error::Error;
+use crate::geom::{BoundingBox, Point};
+use crate::storage::Storage;
+#[cfg(doc)]
+use crate::traits::BroadPhase;
+
+impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u32>>
+    HierarchicalHashGrid<B, S, R, A>
+{
+    // -------------------------------------------------------------- checking
+
+    /// An insert's checks: a free id (the shared id table), and room for one
+    /// more box in the record buffer (each box takes at most one record: its
+    /// cell's, or its own on the small-N path), so that a record buffer
+    /// shorter than the slot buffer refuses boxes instead of overflowing.
+    pub(super) fn check_id_free(&self, id: u32) -> Result<(), Error> {
+        crate::ids::vacant(self.slots.as_ref(), id)?;
+        let room = self.recs.as_ref().len();
+        if self.len as usize >= room {
+            return Err(Error::CapacityExceeded { capacity: room });
+        }
+        Ok(())
+    }
+
+    pub(super) fn stored_key(&self, id: u32) -> Result<u32, Error> {
+        crate::ids::stored(self.slots.as_ref(), id)?;
+        Ok(self.slots.as_ref()[id as usize].key)
+    }
+
+    pub(super) fn check_unbounded(b: &B) -> Result<(), Error> {
+        let (lo, hi) = (b.min(), b.max());
+        for k in 0..Self::D {
+            let (l, h) = (lo.coord(k), hi.coord(k));
+            if l.is_nan() || h.is_nan() || l == f32::INFINITY || h == f32::NEG_INFINITY {
+                return Err(Error::NonFinite);
+            }
+            if l > h {
+                return Err(Error::InvertedBox);
+            }
+        }
+        Ok(())
+    }
+
+    /// Validation of a bounded box against the levels (fixing them with the
+    /// first box). Returns where the box goes in grid mode.
+    pub(super) fn check_bounded(&mut self, b: &B) -> Result<Target, Error> {
+        b.check()?;
+        if self.base_size == 0.0 {
+            // The first bounded box fixes c₀. No grid exists yet, so undoing
+            // it on error restores the state exactly.
+            self.init_levels(b);
+            let r = self.target(b);
+            if r.is_err() {
+                self.base_size = 0.0;
+                self.levels = [Level::NEW; LEVELS];
+            }
+            return r;
+        }
+        self.target(b)
+    }
+
+    // --------------------------------------------------------------- public
+
+    /// Stores an unbounded object (a plane, a half-space): `aabb` may have
+    /// infinite bounds (`-∞` below, `+∞` above) but no NaN and no `min >
+    /// max`. It is tested against every other object, and never leaves the
+    /// unbounded container. `O(1)`.
+    ///
+    /// # Errors
+    /// [`Error::IdOutOfRange`], [`Error::DuplicateId`], [`Error::NonFinite`]
+    /// (NaN or a wrong-signed infinity), [`Error::InvertedBox`],
+    /// [`Error::CapacityExceeded`] (a full record buffer); nothing changes on
+    /// error.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use spatium::{Aabb3, BroadPhase, HhgConfig, HhgRecord, HhgSlot, HierarchicalHashGrid, Vec3};
+    ///
+    /// let mut g = HierarchicalHashGrid::new(
+    ///     [HhgSlot::<Aabb3>::EMPTY; 4],
+    ///     [HhgRecord::EMPTY; 4],
+    ///     [0u32; 1024],
+    ///     HhgConfig::DEFAULT,
+    /// );
+    /// // The half-space z <= 0.
+    /// let inf = f32::INFINITY;
+    /// let floor = Aabb3 { min: Vec3::new(-inf, -inf, -inf), max: Vec3::new(inf, inf, 0.0) };
+    /// g.insert_unbounded(0, floor)?;
+    /// g.insert(1, Aabb3::new(Vec3::new(5.0, 5.0, -0.5), Vec3::new(6.0, 6.0, 0.5))?)?;
+    /// g.insert(2, Aabb3::new(Vec3::new(5.0, 5.0, 1.0), Vec3::new(6.0, 6.0, 2.0))?)?;
+    /// let mut pairs = Vec::new();
+    /// g.for_each_overlap(|a, b| pairs.push((a.min(b), a.max(b))))?;
+    /// assert_eq!(pairs, [(0, 1)]);
+    /// # Ok::<(), spatium::Error>(())
+    /// ```
+    pub fn insert_unbounded(&mut self, id: u32, aabb: B) -> Result<(), Error> {
+        self.check_id_free(id)?;
+        Self::check_unbounded(&aabb)?;
+        self.slots.as_mut()[id as usize].aabb = aabb;
+        self.push_unbounded(id, KEY_UNBOUNDED);
+        self.len += 1;
+        Ok(())
+    }
+
+    /// Moves every stored box to `boxes[id]` with the given strategy
+    /// (entries of ids not stored are ignored): `Incremental` relinks only
+    /// the boxes whose cell or grid changed, `ClearAndReinsert` empties
+    /// every cell and places every box again, keeping the grids.
+    ///
+    /// `O(m)` for `m = min(boxes.len(), capacity)`, both passes (checks,
+    /// then moves), plus the grid changes as in [`BroadPhase::insert`].
+    ///
+    /// # Errors
+    /// [`Error::LengthMismatch`] unless every stored id is below
+    /// `boxes.len()`; the errors of [`BroadPhase::update`] for a bad box.
+    /// Everything is checked before anything moves: nothing changes on error.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use spatium::{Aabb3, BroadPhase, Error, HhgConfig, HhgRecord, HhgSlot, HierarchicalHashGrid, UpdateStrategy, Vec3};
+    ///
+    /// let cube = |x: f32| Aabb3::new(Vec3::new(x, 0.0, 0.0), Vec3::new(x + 1.0, 1.0, 1.0));
+    /// let mut g = HierarchicalHashGrid::new(
+    ///     [HhgSlot::<Aabb3>::EMPTY; 4],
+    ///     [HhgRecord::EMPTY; 4],
+    ///     [0u32; 1024],
+    ///     HhgConfig::DEFAULT,
+    /// );
+    /// let mut boxes = [cube(0.0)?, cube(3.0)?, cube(6.0)?];
+    /// for (id, b) in boxes.iter().enumerate() {
+    ///     g.insert(id as u32, *b)?;
+    /// }
+    /// boxes[1] = cube(0.5)?;
+    /// g.update_all(&boxes, UpdateStrategy::Incremental)?;
+    /// let mut pairs = 0;
+    /// g.for_each_overlap(|_, _| pairs += 1)?;
+    /// assert_eq!(pairs, 1);
+    /// // Every stored id needs a box.
+    /// assert_eq!(
+    ///     g.update_all(&boxes[..2], UpdateStrategy::ClearAndReinsert),
+    ///     Err(Error::LengthMismatch { expected: 3, got: 2 })
+    /// );
+    /// # Ok::<(), spatium::Error>(())
+    /// ```
+    pub fn update_all(&mut self, boxes: &[B], strategy: UpdateStrategy) -> Result<(), Error> {
+        let n = boxes.len().min(self.slots.as_ref().len());
+        let mut seen = 0u32;
+        for (id, b) in boxes[..n].iter().enumerate() {
+            let k = self.slots.as_ref()[id].key;
+            if k == NONE {
+                continue;
+            }
+            seen += 1;
+            self.check_update(k, b)?;
+        }
+        if seen != self.len {
+            return Err(Error::LengthMismatch {
+                expected: self.len as usize,
+                got: seen as usize,
+            });
+        }
+        match strategy {
+            UpdateStrategy::Incremental => {
+                for (id, b) in boxes[..n].iter().enumerate() {
+                    if self.slots.as_ref()[id].key != NONE {
+                        self.apply_update(id as u32, *b);
+                    }
+                }
+            }
+            UpdateStrategy::ClearAndReinsert => {
+                self.empty_cells();
+                for (id, b) in boxes[..n].iter().enumerate() {
+                    let k = self.slots.as_ref()[id].key;
+                    if k == NONE || k == KEY_UNBOUNDED || k == KEY_FLAT {
+                        if k != NONE {
+                            self.slots.as_mut()[id].aabb = *b;
+                        }
+                        continue;
+                    }
+                    self.slots.as_mut()[id].aabb = *b;
+                    let t = self.target(b).unwrap_or(Target::TooLarge);
+                    self.place(id as u32, t);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Empties every cell, keeping the grids: every grid box and every
+    /// too-large box is left keyed pending, to be placed again.
+    pub(super) fn empty_cells(&mut self) {
+        if !self.grid_mode {
+            return;
+        }
+        for p in 0..self.nrec as usize {
+            let r = self.recs.as_ref()[p];
+            let cell = self.cell_word(r.key);
+            self.arena.as_mut()[cell] = NONE;
+            let mut a = r.head;
+            while a != NONE {
+                let s = &mut self.slots.as_mut()[a as usize];
+                s.key = KEY_PENDING;
+                a = s.next;
+            }
+        }
+        self.nrec = 0;
+        for lv in &mut self.levels {
+            lv.objects = 0;
+            lv.occupied = 0;
+        }
+        // Too-large boxes are re-placed too (they may fit a grid now).
+        let mut a = self.unbounded_head;
+        while a != NONE {
+            let next = self.slots.as_ref()[a as usize].next;
+            if self.slots.as_ref()[a as usize].key == KEY_TOO_LARGE {
+                self.unlink_unbounded(a);
+                self.slots.as_mut()[a as usize].key = KEY_PENDING;
+            }
+            a = next;
+        }
+    }
+
+    /// Whether the box keyed `k` may become `b`: the box checks of its kind
+    /// and, unless it stays in its grid, the range check of the level it
+    /// would go to (levels exist once a bounded box does).
+    pub(super) fn check_update(&self, k: u32, b: &B) -> Result<(), Error> {
+        if k == KEY_UNBOUNDED {
+            return Self::check_unbounded(b);
+        }
+        b.check()?;
+        if !self.stays(k, b) {
+            self.ideal(b)?;
+        }
+        Ok(())
+    }
+
+    /// `true` if the box keyed `k` can stay in its grid with box `b`: same
+    /// level by size, within two cells per axis and in range there.
+    #[inline(always)]
+    pub(super) fn stays(&self, k: u32, b: &B) -> bool {
+        if !is_grid_key(k) {
+            return false;
+        }
+        let i = (k >> LOCAL_BITS) as usize;
+        let lv = &self.levels[i];
+        let size = b.longest_edge();
+        size < lv.cell
+            && (size >= lv.lower || self.size_level(size) == Some(i))
+            && self.fits(i, b) == Ok(true)
+    }
+
+    pub(super) fn apply_update(&mut self, id: u32, b: B) {
+        let k = self.slots.as_ref()[id as usize].key;
+        if is_grid_key(k) {
+            let i = (k >> LOCAL_BITS) as usize;
+            // Fast path: same level, box still within two cells per axis.
+            if self.stays(k, &b) {
+                let local = Self::local(&self.levels[i], b.min());
+                self.slots.as_mut()[id as usize].aabb = b;
+                if key(i, local) != k {
+                    self.unlink(id);
+                    self.link(id, i, local);
+                }
+                return;
+            }
+        } else if k == KEY_FLAT || k == KEY_UNBOUNDED {
+            self.slots.as_mut()[id as usize].aabb = b;
+            return;
+        }
+        // Grid change (size change or arena fallback) or too-large box.
+        let t = self.target(&b).unwrap_or(Target::TooLarge);
+        let current = if is_grid_key(k) {
+            Target::Grid((k >> LOCAL_BITS) as usize)
+        } else {
+            Target::TooLarge
+        };
+        if t == current {
+            // Same grid after all (a box kept above its size's level by the
+            // coordinate range or a full arena), or still too large: move
+            // only if the cell changed.
+            self.slots.as_mut()[id as usize].aabb = b;
+            if let Target::Grid(j) = t {
+                let local = Self::local(&self.levels[j], b.min());
+                if key(j, local) != k {
+                    self.unlink(id);
+                    self.link(id, j, local);
+                }
+            }
+            return;
+        }
+        self.take_out(id);
+        self.slots.as_mut()[id as usize].aabb = b;
+        self.place(id, t);
+    }
+
+    /// [`BroadPhase::insert`]: checks, then stores `aabb` under `id` (on the
+    /// flat array, switching to the grids at the threshold, or in its grid).
+    pub(super) fn insert_bounded(&mut self, id: u32, aabb: B) -> Result<(), Error> {
+        self.check_id_free(id)?;
+        let t = self.check_bounded(&aabb)?;
+        self.slots.as_mut()[id as usize].aabb = aabb;
+        self.len += 1;
+        if self.grid_mode {
+            self.place(id, t);
+        } else {
+            self.push_flat(id);
+            if self.len >= self.config.small_n {
+                self.switch_to_grids();
+            }
+        }
+        Ok(())
+    }
+
+    /// [`BroadPhase::update`]: checks, then moves the box.
+    pub(super) fn update_box(&mut self, id: u32, aabb: B) -> Result<(), Error> {
+        let k = self.stored_key(id)?;
+        self.check_update(k, &aabb)?;
+        self.apply_update(id, aabb);
+        Ok(())
+    }
+
+    /// [`BroadPhase::update_many`] on the incremental path of
+    /// [`update_all`](Self::update_all): every id and box passes the checks
+    /// of [`BroadPhase::update`] first, in order, then every box moves.
+    /// Moving cannot fail once checked, so on error nothing has changed.
+    pub(super) fn update_batch(&mut self, updates: &[(u32, B)]) -> Result<(), Error> {
+        for (id, b) in updates {
+            let k = self.stored_key(*id)?;
+            self.check_update(k, b)?;
+        }
+        for &(id, b) in updates {
+            self.apply_update(id, b);
+        }
+        Ok(())
+    }
+
+    /// [`BroadPhase::remove`].
+    pub(super) fn remove_box(&mut self, id: u32) -> Result<B, Error> {
+        self.stored_key(id)?;
+        self.take_out(id);
+        let s = &mut self.slots.as_mut()[id as usize];
+        let b = s.aabb;
+        *s = HhgSlot::EMPTY;
+        self.len -= 1;
+        Ok(b)
+    }
+
+    /// [`BroadPhase::clear`]: empties the structure, forgetting the levels.
+    pub(super) fn clear_all(&mut self) {
+        if (self.len as usize) * 4 < self.slots.as_ref().len() {
+            // Few boxes: chain every stored id through `next`, then empty
+            // exactly those slots.
+            let mut chain = NONE;
+            let mut lists = NONE;
+            if self.grid_mode {
+                for p in 0..self.nrec as usize {
+                    let mut a = self.recs.as_ref()[p].head;
+                    while a != NONE {
+                        let next = self.slots.as_ref()[a as usize].next;
+                        self.slots.as_mut()[a as usize].next = lists;
+                        lists = a;
+                        a = next;
+                    }
+                }
+            } else {
+                for p in 0..self.nrec as usize {
+                    let a = self.recs.as_ref()[p].head;
+                    self.slots.as_mut()[a as usize].next = lists;
+                    lists = a;
+                }
+            }
+            core::mem::swap(&mut chain, &mut lists);
+            let mut u = self.unbounded_head;
+            while u != NONE {
+                let next = self.slots.as_ref()[u as usize].next;
+                self.slots.as_mut()[u as usize].next = chain;
+                chain = u;
+                u = next;
+            }
+            while chain != NONE {
+                let next = self.slots.as_ref()[chain as usize].next;
+                self.slots.as_mut()[chain as usize] = HhgSlot::EMPTY;
+                chain = next;
+            }
+        } else {
+            self.slots.as_mut().fill(HhgSlot::EMPTY);
+        }
+        self.len = 0;
+        self.nrec = 0;
+        self.grid_mode = false;
+        self.base_size = 0.0;
+        self.levels = [Level::NEW; LEVELS];
+        self.active = 0;
+        self.used = 0;
+        self.garbage = 0;
+        self.unbounded_head = NONE;
+        self.unbounded_len = 0;
+        self.unsorted = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::error::{Error, Validate};
+    use crate::geom::{Aabb3, Vec3};
+    use crate::hhg::{HhgConfig, HhgRecord, HhgSlot, HierarchicalHashGrid};
+    use crate::traits::BroadPhase;
+
+    fn cube(x: f32) -> Aabb3 {
+        Aabb3::new(Vec3::new(x, 0.0, 0.0), Vec3::new(x + 1.0, 1.0, 1.0)).unwrap()
+    }
+
+    /// `update_many` checks the whole batch with `update`'s checks before
+    /// moving anything: an unbounded object takes an infinite box, and a
+    /// box out of every grid's range refuses the batch with nothing moved.
+    #[test]
+    fn update_many_checks_everything_first() {
+        for small_n in [0, 64] {
+            let mut g = HierarchicalHashGrid::<Aabb3, _, _, _>::new(
+                [HhgSlot::EMPTY; 4],
+                [HhgRecord::EMPTY; 4],
+                [0u32; 4096],
+                HhgConfig::DEFAULT.with_small_n_threshold(small_n),
+            );
+            let floor = Aabb3 {
+                min: Vec3::new(f32::NEG_INFINITY, f32::NEG_INFINITY, f32::NEG_INFINITY),
+                max: Vec3::new(f32::INFINITY, f32::INFINITY, 0.0),
+            };
+            g.insert_unbounded(0, floor).unwrap();
+            g.insert(1, cube(0.0)).unwrap();
+            g.insert(2, cube(5.0)).unwrap();
+            let lower = Aabb3 {
+                max: Vec3::new(f32::INFINITY, f32::INFINITY, -1.0),
+                ..floor
+            };
+            g.update_many(&[(1, cube(0.5)), (0, lower)]).unwrap();
+            assert_eq!((g.get(0), g.get(1)), (Some(lower), Some(cube(0.5))));
+            let far = cube(1.0e30);
+            assert_eq!(
+                g.update_many(&[(1, cube(3.0)), (2, far)]),
+                Err(Error::OutOfRange)
+            );
+            assert_eq!((g.get(1), g.get(2)), (Some(cube(0.5)), Some(cube(5.0))));
+            assert_eq!(
+                g.update_many(&[(1, cube(3.0)), (3, cube(1.0))]),
+                Err(Error::UnknownId { id: 3 })
+            );
+            assert_eq!(g.get(1), Some(cube(0.5)));
+            g.validate().unwrap();
+            let mut pairs = 0;
+            g.for_each_overlap(|_, _| pairs += 1).unwrap();
+            assert_eq!(pairs, 0);
+        }
+    }
+}
