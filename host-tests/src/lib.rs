@@ -9,6 +9,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod contract;
 pub mod model;
 pub mod props;
 pub mod registry;
