@@ -10,6 +10,7 @@
 #![forbid(unsafe_code)]
 
 pub mod contract;
+pub mod hhg_model;
 pub mod model;
 pub mod props;
 pub mod registry;
