@@ -26,8 +26,8 @@ pub enum AllLen {
     Full,
     /// `k % capacity` boxes: stored ids beyond them give `LengthMismatch`.
     Short(u8),
-    /// Three more (NaN, to be ignored).
-    Long,
+    /// `1 + k % 4` more (NaN, to be ignored).
+    Long(u8),
 }
 
 /// An operation on the hierarchical hash grid.
@@ -248,7 +248,7 @@ impl<B: TestBox> HhgModel<B> {
         match len {
             AllLen::Full => {}
             AllLen::Short(k) => boxes.truncate(usize::from(k) % cap.max(1)),
-            AllLen::Long => boxes.extend([nan; 3]),
+            AllLen::Long(k) => boxes.extend(core::iter::repeat_n(nan, 1 + usize::from(k % 4))),
         }
         // Every stored id in order: the first bad box's error, after any
         // box a grid may refuse; then the length.
@@ -405,7 +405,7 @@ pub fn hhg_op<B: TestBox>() -> impl Strategy<Value = HhgOp<B>> {
     let len = prop_oneof![
         6 => Just(AllLen::Full),
         1 => any::<u8>().prop_map(AllLen::Short),
-        1 => Just(AllLen::Long),
+        1 => any::<u8>().prop_map(AllLen::Long),
     ];
     prop_oneof![
         20 => broad_op::<B>().prop_map(HhgOp::Broad),
@@ -435,7 +435,7 @@ mod fuzzing {
             Ok(match u.int_in_range(0u8..=7)? {
                 0..=5 => AllLen::Full,
                 6 => AllLen::Short(u.arbitrary()?),
-                _ => AllLen::Long,
+                _ => AllLen::Long(u.arbitrary()?),
             })
         }
     }
