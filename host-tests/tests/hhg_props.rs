@@ -119,7 +119,7 @@ fn generators_cover_the_interesting_states() {
     let strategy = ops::<Aabb3>(60);
     let (mut max_grids, mut unbounded, mut grew) = (0, 0, false);
     let mut errors: Vec<String> = Vec::new();
-    for _ in 0..40 {
+    for _ in 0..100 {
         let ops = strategy.new_tree(&mut runner).unwrap().current();
         let mut g = make::hhg::<Aabb3>(CAP, ROOMY, growing());
         let mut m = HhgModel::<Aabb3>::new(CAP, 0, ROOMY);
