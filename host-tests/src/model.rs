@@ -370,6 +370,12 @@ pub enum BroadOp<B> {
 pub struct BroadModel<B> {
     /// The box stored under each id (index = id).
     pub slots: Vec<Option<B>>,
+    /// Compare the pairs after every operation (the default). Off
+    /// ([`lazy`](Self::lazy)), the pairs are compared at
+    /// [`BroadOp::Overlaps`] and at the end of [`run`](Self::run) only, so
+    /// structures that rebuild lazily (the kd-tree, the hashes' tables)
+    /// accumulate several changes between two detections.
+    pub eager: bool,
 }
 
 impl<B: TestBox> BroadModel<B> {
@@ -377,7 +383,15 @@ impl<B: TestBox> BroadModel<B> {
     pub fn new(capacity: usize) -> Self {
         Self {
             slots: vec![None; capacity],
+            eager: true,
         }
+    }
+
+    /// The same model comparing the pairs only at [`BroadOp::Overlaps`] and
+    /// at the end of a run.
+    pub fn lazy(mut self) -> Self {
+        self.eager = false;
+        self
     }
 
     /// Ids below this are in range.
@@ -582,6 +596,7 @@ impl<B: TestBox> BroadModel<B> {
                 if ra.is_ok() && rb.is_ok() {
                     ensure!(a == b, "for_each_overlap is not deterministic");
                 }
+                self.check_overlaps(t)?;
                 for q in self.slots.iter().flatten() {
                     let _ = self.check_query(t, q)?;
                 }
@@ -635,9 +650,8 @@ impl<B: TestBox> BroadModel<B> {
 
     /// Everything observable against the model: `validate()`, the capacity,
     /// `box_count`, `get` of every id (and of ids beyond the capacity) bit
-    /// for bit, and the overlapping pairs (each once, no self pair, equal to
-    /// brute force). A structure-specific error of `for_each_overlap` (full
-    /// scratch) is accepted.
+    /// for bit, and (if [`eager`](Self::eager)) the overlapping pairs
+    /// ([`check_overlaps`](Self::check_overlaps)).
     ///
     /// # Errors
     /// A message naming what differs.
@@ -660,6 +674,19 @@ impl<B: TestBox> BroadModel<B> {
             let (got, want) = (t.get(id), self.get(id));
             ensure!(same_opt(got, want), "get({id}) = {got:?}, model {want:?}");
         }
+        if self.eager {
+            self.check_overlaps(t)?;
+        }
+        Ok(())
+    }
+
+    /// `for_each_overlap` against the model: each pair once, no self pair,
+    /// equal to brute force (a structure-specific error, a full scratch
+    /// buffer, is accepted).
+    ///
+    /// # Errors
+    /// A message naming what differs.
+    pub fn check_overlaps<T: BroadPhase<B>>(&self, t: &mut T) -> Result<(), String> {
         let mut raw = Vec::new();
         match t.for_each_overlap(|a, b| raw.push((a, b))) {
             Ok(()) => check_pairs(&raw, &self.pairs())?,
@@ -681,7 +708,8 @@ impl<B: TestBox> BroadModel<B> {
         for (k, op) in ops.iter().enumerate() {
             let _ = self.apply(t, op).map_err(|e| format!("op {k}: {e}"))?;
         }
-        Ok(())
+        self.check_overlaps(t)
+            .map_err(|e| format!("at the end: {e}"))
     }
 }
 

@@ -13,13 +13,18 @@ use spatium_host_tests::model::{self, BroadModel, BroadOp, SearchModel, SearchOp
 use spatium_host_tests::registry::{self, BROAD_CAPACITY, SEARCH_CAPACITY};
 
 fn run_broad<B: TestBox>(ops: &[BroadOp<B>]) -> Result<(), TestCaseError> {
-    for kind in registry::broad_kinds() {
-        let mut t = registry::broad::<B>(kind, BROAD_CAPACITY);
-        BroadModel::new(BROAD_CAPACITY)
-            .run(&mut t, ops)
-            .map_err(|e| {
-                TestCaseError::fail(format!("{}: {e}", registry::broad_name::<B>(kind)))
+    // Eager: pairs compared after every op. Lazy: only at `Overlaps` and at
+    // the end, so lazily rebuilt structures accumulate changes.
+    for eager in [true, false] {
+        for kind in registry::broad_kinds() {
+            let mut t = registry::broad::<B>(kind, BROAD_CAPACITY);
+            let mut m = BroadModel::new(BROAD_CAPACITY);
+            m.eager = eager;
+            m.run(&mut t, ops).map_err(|e| {
+                let lazy = if eager { "" } else { " (lazy)" };
+                TestCaseError::fail(format!("{}{lazy}: {e}", registry::broad_name::<B>(kind)))
             })?;
+        }
     }
     Ok(())
 }
