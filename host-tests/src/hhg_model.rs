@@ -332,11 +332,7 @@ impl<B: TestBox> HhgModel<B> {
             .filter(|&i| self.unbounded[i] && self.broad.slots[i].is_some())
             .count();
         let in_grids: u32 = st.grid[..st.grids].iter().map(|s| s.objects).sum();
-        ensure!(
-            st.small_n == !self.grid_mode,
-            "stats.small_n {}",
-            st.small_n
-        );
+        ensure!(st.small_n != self.grid_mode, "stats.small_n {}", st.small_n);
         ensure!(
             st.flat_objects + st.unbounded_objects + in_grids as usize == n,
             "stats count {st:?}, {n} stored"

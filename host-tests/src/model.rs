@@ -967,7 +967,8 @@ impl<P: Point> SearchModel<P> {
         // A finite positive radius whose square or inverse is not a normal
         // float: the cell arithmetic may refuse it, before anything else.
         let r2 = radius * radius;
-        let extreme = !bad_r && !(r2.is_normal() && (1.0 / radius).is_normal());
+        let representable = r2.is_normal() && (1.0 / radius).is_normal();
+        let extreme = !bad_r && !representable;
         let mut e = self.expect_points(points, bad_r, over);
         if extreme {
             e.exact.push(Err(Error::InvalidRadius));

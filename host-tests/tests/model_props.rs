@@ -6,6 +6,8 @@
 //! distances, bad radii and points, neighbours, points within, CSR lists with
 //! short buffers).
 
+extern crate alloc;
+
 use proptest::prelude::*;
 use spatium::{Aabb2, Aabb3, Vec2, Vec3};
 use spatium_host::boxes::TestBox;
@@ -70,9 +72,9 @@ proptest! {
 /// refusals only now and then, builds that succeed and fail.
 #[test]
 fn generators_reach_every_outcome() {
+    use alloc::collections::BTreeMap;
     use proptest::strategy::ValueTree;
     use proptest::test_runner::TestRunner;
-    use std::collections::BTreeMap;
     let name = |r: &Result<(), spatium::Error>| match r {
         Ok(()) => "Ok".to_owned(),
         Err(e) => format!("{e:?}")
