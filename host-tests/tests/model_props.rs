@@ -44,7 +44,7 @@ fn run_search<P: spatium::Point>(ops: &[SearchOp<P>]) -> Result<(), TestCaseErro
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(120))]
+    #![proptest_config(ProptestConfig::with_cases(300))]
 
     #[test]
     fn broad_phase_3d(ops in model::broad_ops::<Aabb3>(50)) {
