@@ -1,5 +1,8 @@
 //! Differential fuzzing of hierarchical and multilevel hashing
-//! (`spatium::hhash`) against a brute-force model, in 2D and 3D.
+//! (`spatium::hhash`), in 2D and 3D, judged by the shared models
+//! (`spatium_host_tests::model`: `BroadModel` for the objects, `SearchModel`
+//! for the particles, the same judges as the property tests), with
+//! hashing's class rules and the agreement of both schemes on top.
 //!
 //! The input decodes into a configuration — base size, class set (any 31-bit
 //! mask), origin, table length (1 to 4096 buckets: from "every key collides"
@@ -20,8 +23,9 @@
 //! follows), and `CapacityExceeded` from the pool arithmetic (entries per
 //! object from `HashConfig::entries_of`, which `validate()` checks against
 //! the cells). After every operation each structure is validated and
-//! compared with the model: `len`, `get` of every id bit for bit, the exact
-//! pair set, and every neighbour pair.
+//! compared with its models: `box_count`, `get` of every id bit for bit, the
+//! exact pair set, and (particles) `len`, positions, every neighbour with its
+//! d², the pairs and the CSR lists.
 
 #![no_main]
 
@@ -31,8 +35,11 @@ use spatium::hhash::{
     Candidates, ClassHash, HashBucket, HashConfig, HashEntry, HashSlot, Hierarchical, Multilevel,
     Scheme,
 };
-use spatium::{Aabb2, Aabb3, BoundingBox, BroadPhase, Error, NeighborSearch, Point, Validate};
-use spatium_host::boxes::{TestBox, corners, overlap, same};
+use spatium::{Aabb2, Aabb3, BoundingBox, Error, Point};
+use spatium_host::boxes::{TestBox, corners};
+use spatium_host_tests::model::{
+    BoxSpec, BroadModel, BroadOp, PointSpec, RadiusSpec, SearchModel, SearchOp,
+};
 
 const IDS: u32 = 20;
 const CAP: usize = 16;
@@ -181,12 +188,17 @@ fn validity<B: BoundingBox>(b: &B) -> Result<Option<Error>, ()> {
     }
 }
 
+/// Both schemes, each judged by its own copy of the shared models
+/// (`BroadModel` for the objects, `SearchModel` for the particles); on top,
+/// the schemes must agree and the class rules predict hashing's own
+/// refusals (`OutOfRange`, `CapacityExceeded` of the pool).
 struct World<B: TestBox> {
     hier: H<Hierarchical, B>,
     multi: H<Multilevel, B>,
-    objects: Vec<Option<B>>,
-    particles: Vec<B::Point>,
-    radius: f32,
+    bh: BroadModel<B>,
+    bm: BroadModel<B>,
+    sh: SearchModel<B::Point>,
+    sm: SearchModel<B::Point>,
     cfg: HashConfig<B::Point>,
     pool: usize,
 }
@@ -205,31 +217,37 @@ fn new_hash<S: Scheme, B: BoundingBox>(
     )
 }
 
+fn judged<T>(r: Result<T, String>) -> T {
+    r.unwrap_or_else(|e| panic!("{e}"))
+}
+
 impl<B: TestBox> World<B> {
     fn new(cfg: HashConfig<B::Point>, table: usize, pool: usize) -> Self {
         Self {
             hier: new_hash(cfg, table, pool),
             multi: new_hash(cfg, table, pool),
-            objects: vec![None; CAP],
-            particles: Vec::new(),
-            radius: 0.0,
+            bh: BroadModel::new(CAP),
+            bm: BroadModel::new(CAP),
+            sh: SearchModel::new(PARTS),
+            sm: SearchModel::new(PARTS),
             cfg,
             pool,
         }
     }
 
     fn entries(&self, cfg: &HashConfig<B::Point>, skip: Option<usize>) -> u64 {
-        self.objects
+        self.bh
+            .slots
             .iter()
             .enumerate()
             .filter(|(i, _)| Some(*i) != skip)
             .filter_map(|(_, b)| *b)
             .map(|b| cfg.entries_of(&b).expect("stored box in range"))
-            .fold(self.particles.len() as u64, u64::saturating_add)
+            .fold(self.sh.points.len() as u64, u64::saturating_add)
     }
 
     /// The predicted result of storing `b` under `id` (after id checks):
-    /// `Err(None)` when either outcome is acceptable.
+    /// `Err(())` when either outcome is acceptable.
     fn predict_store(&self, b: &B, skip: Option<usize>) -> Result<Option<Error>, ()> {
         if let Some(e) = validity(b)? {
             return Ok(Some(e));
@@ -248,120 +266,70 @@ impl<B: TestBox> World<B> {
         Ok(None)
     }
 
+    /// One trait operation on both schemes, judged by their models; the
+    /// schemes must agree.
+    fn broad(&mut self, op: &BroadOp<B>) -> Result<(), Error> {
+        let h = judged(self.bh.apply(&mut self.hier, op));
+        let m = judged(self.bm.apply(&mut self.multi, op));
+        assert_eq!(h, m, "schemes disagree on {op:?}");
+        h
+    }
+
     fn check(&mut self) {
-        let want_pairs = {
-            let mut v = Vec::new();
-            for i in 0..CAP {
-                for j in i + 1..CAP {
-                    if let (Some(a), Some(b)) = (self.objects[i], self.objects[j])
-                        && overlap(&a, &b)
-                    {
-                        v.push((i as u32, j as u32));
-                    }
-                }
-            }
-            v
-        };
-        check_one(&mut self.hier, &self.objects, &want_pairs);
-        check_one(&mut self.multi, &self.objects, &want_pairs);
-        // Neighbour pairs.
-        let r2 = self.radius * self.radius;
-        let mut want = Vec::new();
-        for i in 0..self.particles.len() {
-            for j in i + 1..self.particles.len() {
-                let (a, b) = (self.particles[i], self.particles[j]);
-                let d2: f32 = (0..B::Point::DIM)
-                    .map(|k| (a.coord(k) - b.coord(k)).powi(2))
-                    .sum();
-                if d2 < r2 {
-                    want.push((i as u32, j as u32));
-                }
-            }
-        }
-        for got in [neighbour_pairs(&self.hier), neighbour_pairs(&self.multi)] {
-            assert_eq!(got, want, "neighbour pairs");
-        }
-        assert_eq!(NeighborSearch::len(&self.hier), self.particles.len());
-        assert_eq!(NeighborSearch::len(&self.multi), self.particles.len());
+        judged(self.bh.check(&mut self.hier));
+        judged(self.bm.check(&mut self.multi));
+        judged(self.sh.check(&self.hier));
+        judged(self.sm.check(&self.multi));
     }
 
     fn apply(&mut self, op: &Op) {
         match op {
             Op::Insert(id, bin) => {
                 let id = u32::from(*id) % IDS;
-                let b: B = make_box(bin, &self.objects);
+                let b: B = make_box(bin, &self.bh.slots);
                 let want = if id as usize >= CAP {
                     Ok(Some(Error::IdOutOfRange { id }))
                 } else if let Err(()) | Ok(Some(_)) = validity(&b) {
                     validity(&b)
-                } else if self.objects[id as usize].is_some() {
+                } else if self.bh.get(id).is_some() {
                     Ok(Some(Error::DuplicateId { id }))
                 } else {
                     self.predict_store(&b, None)
                 };
-                let got_h = self.hier.insert(id, b);
-                let got_m = self.multi.insert(id, b);
-                assert_eq!(got_h, got_m, "schemes disagree on insert");
+                let got = self.broad(&BroadOp::Insert(id, BoxSpec::Exact(b)));
                 if let Ok(w) = want {
-                    assert_eq!(got_h.err(), w, "insert {id} {b:?}");
-                }
-                if got_h.is_ok() {
-                    self.objects[id as usize] = Some(b);
+                    assert_eq!(got.err(), w, "insert {id} {b:?}");
                 }
             }
             Op::Update(id, bin) => {
                 let id = u32::from(*id) % IDS;
-                let b: B = make_box(bin, &self.objects);
+                let b: B = make_box(bin, &self.bh.slots);
                 let want = if id as usize >= CAP {
                     Ok(Some(Error::IdOutOfRange { id }))
-                } else if self.objects[id as usize].is_none() {
+                } else if self.bh.get(id).is_none() {
                     Ok(Some(Error::UnknownId { id }))
                 } else {
                     self.predict_store(&b, Some(id as usize))
                 };
-                let got_h = self.hier.update(id, b);
-                let got_m = self.multi.update(id, b);
-                assert_eq!(got_h, got_m, "schemes disagree on update");
+                let got = self.broad(&BroadOp::Update(id, BoxSpec::Exact(b)));
                 if let Ok(w) = want {
-                    assert_eq!(got_h.err(), w, "update {id} {b:?}");
-                }
-                if got_h.is_ok() {
-                    self.objects[id as usize] = Some(b);
+                    assert_eq!(got.err(), w, "update {id} {b:?}");
                 }
             }
             Op::Remove(id) => {
-                let id = u32::from(*id) % IDS;
-                let stored = self.objects.get(id as usize).copied().flatten();
-                let (h, m) = (self.hier.remove(id), self.multi.remove(id));
-                match stored {
-                    Some(b) => {
-                        assert!(same(&h.unwrap(), &b) && same(&m.unwrap(), &b));
-                        self.objects[id as usize] = None;
-                    }
-                    None => {
-                        let e = if id as usize >= CAP {
-                            Error::IdOutOfRange { id }
-                        } else {
-                            Error::UnknownId { id }
-                        };
-                        assert_eq!((h.err(), m.err()), (Some(e), Some(e)));
-                    }
-                }
+                let _ = self.broad(&BroadOp::Remove(u32::from(*id) % IDS));
             }
             Op::Query(bin) => {
-                let q: B = make_box(bin, &self.objects);
-                let want: Vec<u32> = (0..CAP as u32)
-                    .filter(|&i| self.objects[i as usize].is_some_and(|b| overlap(&b, &q)))
-                    .collect();
+                let q: B = make_box(bin, &self.bh.slots);
                 let valid = validity(&q);
-                for got in [query(&mut self.hier, &q), query(&mut self.multi, &q)] {
-                    match valid {
-                        Ok(None) => assert_eq!(got, Ok(want.clone()), "query {q:?}"),
-                        Ok(Some(e)) => assert_eq!(got, Err(e)),
-                        Err(()) => assert!(got.is_err()),
-                    }
+                let got = self.broad(&BroadOp::Query(BoxSpec::Exact(q)));
+                match valid {
+                    Ok(None) => assert_eq!(got, Ok(()), "query {q:?}"),
+                    Ok(Some(e)) => assert_eq!(got, Err(e)),
+                    Err(()) => assert!(got.is_err()),
                 }
                 if valid == Ok(None) {
+                    let want = self.bh.hits(&q);
                     let mut raw = Vec::new();
                     self.hier
                         .for_each_candidate(&q, Candidates::Raw, |id| raw.push(id))
@@ -369,7 +337,9 @@ impl<B: TestBox> World<B> {
                     assert!(want.iter().all(|id| raw.contains(id)), "raw ⊉ exact");
                 }
             }
-            Op::Pairs => {}
+            Op::Pairs => {
+                let _ = self.broad(&BroadOp::Overlaps);
+            }
             Op::Particles(pts, r) => {
                 let points: Vec<B::Point> = pts
                     .iter()
@@ -380,13 +350,7 @@ impl<B: TestBox> World<B> {
                     })
                     .collect();
                 let radius = RADII[*r as usize % RADII.len()];
-                let got = self.hier.build(&points, radius);
-                assert_eq!(
-                    got,
-                    self.multi.build(&points, radius),
-                    "schemes disagree on build"
-                );
-                let others = self.entries(&self.cfg, None) - self.particles.len() as u64;
+                let others = self.entries(&self.cfg, None) - self.sh.points.len() as u64;
                 let want = if radius.is_nan() || radius <= 0.0 {
                     Some(Error::InvalidRadius)
                 } else if points.len() > PARTS {
@@ -403,16 +367,19 @@ impl<B: TestBox> World<B> {
                 } else {
                     None
                 };
+                let op = SearchOp::Build(
+                    points.iter().map(|p| PointSpec::Exact(*p)).collect(),
+                    RadiusSpec::Bits(radius.to_bits()),
+                );
+                let got = judged(self.sh.apply(&mut self.hier, &op));
+                let got_m = judged(self.sm.apply(&mut self.multi, &op));
+                assert_eq!(got, got_m, "schemes disagree on build");
                 assert_eq!(
                     got.err(),
                     want,
                     "build {} particles r={radius}",
                     points.len()
                 );
-                if got.is_ok() {
-                    self.particles = points;
-                    self.radius = radius;
-                }
             }
             Op::Rehash => {
                 // Every table length here is a power of two.
@@ -420,10 +387,10 @@ impl<B: TestBox> World<B> {
                 self.multi.rehash().unwrap();
             }
             Op::Clear => {
-                self.hier.clear();
-                self.multi.clear();
-                self.objects = vec![None; CAP];
-                self.particles.clear();
+                // Clears the particles too.
+                let _ = self.broad(&BroadOp::Clear);
+                self.sh.points.clear();
+                self.sm.points.clear();
             }
             Op::Reconfigure(b, l) => {
                 let base = BASES[*b as usize % BASES.len()];
@@ -432,12 +399,14 @@ impl<B: TestBox> World<B> {
                     .with_origin(self.cfg.origin())
                     .unwrap();
                 let in_range_all = self
-                    .objects
+                    .bh
+                    .slots
                     .iter()
                     .flatten()
                     .map(|b| in_range(b, &cfg))
                     .chain(
-                        self.particles
+                        self.sh
+                            .points
                             .iter()
                             .map(|p| in_range(&B::try_new(*p, *p).unwrap(), &cfg)),
                     )
@@ -465,41 +434,6 @@ impl<B: TestBox> World<B> {
             }
         }
     }
-}
-
-fn neighbour_pairs<S: Scheme, B: BoundingBox>(h: &H<S, B>) -> Vec<(u32, u32)> {
-    let mut got = Vec::new();
-    h.for_each_pair(|i, j, _| got.push((i.min(j), i.max(j))));
-    got.sort_unstable();
-    got
-}
-
-fn query<S: Scheme, B: BoundingBox>(h: &mut H<S, B>, q: &B) -> Result<Vec<u32>, Error> {
-    let mut v = Vec::new();
-    h.query(q, |id| v.push(id))?;
-    v.sort_unstable();
-    Ok(v)
-}
-
-fn check_one<S: Scheme, B: BoundingBox>(
-    h: &mut H<S, B>,
-    objects: &[Option<B>],
-    want: &[(u32, u32)],
-) {
-    h.validate().unwrap();
-    assert_eq!(BroadPhase::box_count(h), objects.iter().flatten().count());
-    for id in 0..IDS {
-        match (h.get(id), objects.get(id as usize).copied().flatten()) {
-            (Some(a), Some(b)) => assert!(same(&a, &b)),
-            (None, None) => {}
-            other => panic!("get({id}): {other:?}"),
-        }
-    }
-    let mut got = Vec::new();
-    h.for_each_overlap(|a, b| got.push((a.min(b), a.max(b))))
-        .unwrap();
-    got.sort_unstable();
-    assert_eq!(got, want, "{}", S::NAME);
 }
 
 fn run<B: TestBox>(input: &Input, three_d: bool) {

@@ -1,42 +1,38 @@
-//! Differential fuzzing of the hierarchical hash grid against a brute-force
-//! model, in 2D and 3D.
+//! Differential fuzzing of the hierarchical hash grid, in 2D and 3D, judged
+//! by the shared broad-phase model with the grid's layer
+//! (`spatium_host_tests::hhg_model`, the same judge as `hhg_props.rs`), plus
+//! what only this target checks.
 //!
-//! The input decodes (via `arbitrary`) into a configuration — hierarchy
-//! factor (1.25 to 64), density, initial grid size (4 to 16 cells per axis),
-//! small-N threshold (0 to 40), arena length (0, 100, 1000, 5000 or 50000
-//! words, filled with an arbitrary word: the arena may hold anything) — and
-//! up to 64 operations over ids `0..40` (capacity 36, so some ids are out of
-//! range), each applied to the 2D or the 3D world: insert, insert as
-//! unbounded, update, remove, `update_all` with either strategy, box
-//! queries, clear, pair detection, `sort_records`.
+//! What this target explores and the property tests do not: the input
+//! decodes (via `arbitrary`) into a configuration — hierarchy factor (1.25
+//! to 64), density, initial grid size (4 to 16 cells per axis), small-N
+//! threshold (0 to 40), arena length (0, 100, 1000, 5000 or 50000 words,
+//! filled with an arbitrary word: the arena may hold anything) — and up to
+//! 64 operations over ids `0..40` (capacity 36), each applied to the 2D or
+//! the 3D world: insert, insert as unbounded, update, remove, `update_all`
+//! with either strategy, box queries, clear, pair detection, `sort_records`.
+//! Boxes are quarter-lattice boxes of power-of-two scales, copies of stored
+//! boxes and boxes touching them, with coordinates overridden by raw `f32`
+//! bits or special values (NaN, infinities, 1e30, subnormals, `-0.0`, values
+//! at the grid range limit).
 //!
-//! Boxes are mostly quarter-lattice boxes of power-of-two scales (so boxes
-//! coincide and touch exactly, and their sizes span many grids), copies of
-//! stored boxes and boxes touching them; some coordinates are overridden by
-//! raw `f32` bits or special values (NaN, infinities, 1e30, subnormals,
-//! `-0.0`, values at the grid range limit).
-//!
-//! The model is a `Vec<Option<B>>` with its own per-axis overlap test. After
-//! every operation the structure is validated and compared with it: `len`,
-//! `get` of every id (bit for bit), the exact set of pairs (each once, no
-//! self pairs), `uses_grids` (the small-N switch), and the `stats()` counts,
-//! cell sizes and memory formula. Every operation's result is predicted:
-//! id errors, `NonFinite` / `InvertedBox` (either, when a box has both
-//! defects), and `OutOfRange` from the documented range rule (a box is
-//! refused iff some coordinate is at least 2²⁰ cells of the largest usable
-//! level, `c₀·fᵏ`, `k < 15`, and it is smaller than those cells), with a
-//! small tolerance band where `f32` rounding decides. A refused operation
-//! must leave everything unchanged, `stats()` included.
+//! Checked only here, on top of the shared model: `OutOfRange` from the
+//! documented range rule (a box is refused iff some coordinate is at least
+//! 2²⁰ cells of the largest usable level, `c₀·fᵏ`, `k < 15`, and it is
+//! smaller than those cells; a small tolerance band where `f32` rounding
+//! decides), the `stats()` cell sizes (`c₀·fᵏ`), grid shapes, live arena
+//! words and memory formula, and `with_hierarchy_factor`'s documented range.
 
 #![no_main]
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use spatium::{
-    Aabb2, Aabb3, BoundingBox, BroadPhase, Error, HhgConfig, HhgRecord, HhgSlot, HhgStats,
-    HierarchicalHashGrid, Inspect, UpdateStrategy, Validate,
+    Aabb2, Aabb3, BoundingBox, Error, HhgConfig, HhgRecord, HhgSlot, HierarchicalHashGrid, Inspect,
 };
-use spatium_host::boxes::{TestBox, corners, dim, overlap, same};
+use spatium_host::boxes::{TestBox, corners, dim};
+use spatium_host_tests::hhg_model::{AllLen, HhgModel, HhgOp};
+use spatium_host_tests::model::{BoxSpec, BroadOp};
 
 /// Ids are `0..IDS`; those from `CAP` are out of range.
 const IDS: u32 = 40;
@@ -201,46 +197,6 @@ fn lattice_edges(l: &Lattice) -> [f32; 3] {
     core::array::from_fn(|k| f32::from(l.edge[k] % 16) * step)
 }
 
-// ---------------------------------------------------------------------------
-// Model
-// ---------------------------------------------------------------------------
-
-struct Model<B> {
-    boxes: Vec<Option<B>>,
-    /// Stored through `insert_unbounded`.
-    unbounded: Vec<bool>,
-    grid_mode: bool,
-    /// `c₀`, fixed by the first bounded box inserted since the last clear.
-    c0: Option<f32>,
-}
-
-impl<B: BoundingBox> Model<B> {
-    fn len(&self) -> usize {
-        self.boxes.iter().flatten().count()
-    }
-
-    fn pairs(&self) -> Vec<(u32, u32)> {
-        let mut v = Vec::new();
-        for i in 0..CAP {
-            for j in i + 1..CAP {
-                if let (Some(a), Some(b)) = (&self.boxes[i], &self.boxes[j])
-                    && overlap(a, b)
-                {
-                    v.push((i as u32, j as u32));
-                }
-            }
-        }
-        v
-    }
-
-    fn hits(&self, q: &B) -> Vec<u32> {
-        (0..CAP)
-            .filter(|&i| self.boxes[i].as_ref().is_some_and(|b| overlap(b, q)))
-            .map(|i| i as u32)
-            .collect()
-    }
-}
-
 /// `c₀` as the first box `b` fixes it: its longest edge times `√f`, or 1 if
 /// that is not a normal number.
 fn c0_of<B: BoundingBox>(b: &B, f: f32) -> f32 {
@@ -333,61 +289,17 @@ fn expect_bounded<B: BoundingBox>(b: &B, c0: Option<f32>, f: f32) -> Expect {
     }
 }
 
-/// A box given to `insert_unbounded`, `query`, or `update` of an unbounded id.
-fn expect_unbounded<B: BoundingBox>(b: &B) -> Expect {
-    let (lo, hi) = corners(b);
-    let d = dim::<B>();
-    let mut errs = Vec::new();
-    if (0..d).any(|k| {
-        lo[k].is_nan() || hi[k].is_nan() || lo[k] == f32::INFINITY || hi[k] == f32::NEG_INFINITY
-    }) {
-        errs.push(Error::NonFinite);
-    }
-    if (0..d).any(|k| lo[k] > hi[k]) {
-        errs.push(Error::InvertedBox);
-    }
-    if errs.is_empty() {
-        Expect::Ok
-    } else {
-        Expect::Refused(errs)
-    }
-}
-
 // ---------------------------------------------------------------------------
 // The world of one dimension
 // ---------------------------------------------------------------------------
 
 struct World<B: BoundingBox> {
     g: Hhg<B>,
-    m: Model<B>,
+    m: HhgModel<B>,
+    /// `c₀`, fixed by the first bounded box inserted since the last clear.
+    c0: Option<f32>,
     cfg: HhgConfig,
     arena: usize,
-}
-
-fn sorted_pairs<B: BoundingBox>(g: &mut Hhg<B>, ctx: &dyn core::fmt::Debug) -> Vec<(u32, u32)> {
-    let mut v = Vec::new();
-    g.for_each_overlap(|a, b| v.push((a, b)))
-        .unwrap_or_else(|e| panic!("after {ctx:?}: for_each_pair: {e}"));
-    assert!(
-        v.iter().all(|&(a, b)| a != b),
-        "after {ctx:?}: self pair in {v:?}"
-    );
-    let mut n: Vec<(u32, u32)> = v.iter().map(|&(a, b)| (a.min(b), a.max(b))).collect();
-    n.sort_unstable();
-    let len = n.len();
-    n.dedup();
-    assert_eq!(n.len(), len, "after {ctx:?}: duplicate pairs in {v:?}");
-    n
-}
-
-fn query<B: BoundingBox>(g: &mut Hhg<B>, q: &B) -> Result<Vec<u32>, Error> {
-    let mut v = Vec::new();
-    g.query(q, |id| v.push(id))?;
-    v.sort_unstable();
-    let len = v.len();
-    v.dedup();
-    assert_eq!(v.len(), len, "query {q:?}: an id reported twice");
-    Ok(v)
 }
 
 impl<B: TestBox> World<B> {
@@ -399,12 +311,8 @@ impl<B: TestBox> World<B> {
                 vec![fill; arena],
                 cfg,
             ),
-            m: Model {
-                boxes: vec![None; CAP],
-                unbounded: vec![false; CAP],
-                grid_mode: false,
-                c0: None,
-            },
+            m: HhgModel::new(CAP, cfg.small_n_threshold(), arena),
+            c0: None,
             cfg,
             arena,
         }
@@ -417,7 +325,7 @@ impl<B: TestBox> World<B> {
     /// The stored bounded box `of`, if any.
     fn stored_bounded(&self, of: u8) -> Option<B> {
         let i = usize::from(of) % CAP;
-        self.m.boxes[i].filter(|_| !self.m.unbounded[i])
+        self.m.broad.slots[i].filter(|_| !self.m.unbounded[i])
     }
 
     fn make_box(&self, b: &BoxIn) -> B {
@@ -444,7 +352,7 @@ impl<B: TestBox> World<B> {
                 Value::Raw(x) => x,
                 Value::Special(k) => SPECIAL[usize::from(k) % SPECIAL.len()],
                 Value::Edge(neg, off) => {
-                    let c0 = self.m.c0.unwrap_or(1.0);
+                    let c0 = self.c0.unwrap_or(1.0);
                     let top = top_cell(c0, self.factor()).unwrap_or(f64::from(c0));
                     let v = (LIMIT * top * (1.0 + f64::from(off) / LIMIT)) as f32;
                     if neg { -v } else { v }
@@ -460,65 +368,11 @@ impl<B: TestBox> World<B> {
         B::raw(lo, hi)
     }
 
-    /// Validates the structure and compares it with the model.
-    fn check(&mut self, ctx: &dyn core::fmt::Debug) {
-        let d = dim::<B>();
-        if let Err(c) = self.g.validate() {
-            panic!("after {ctx:?}: {d}D: validate() failed: {c}");
-        }
-        let n = self.m.len();
-        assert_eq!(self.g.box_count(), n, "after {ctx:?}: {d}D: len");
-        assert_eq!(self.g.box_count() == 0, n == 0, "after {ctx:?}");
-        assert_eq!(self.g.capacity(), CAP, "after {ctx:?}");
-        for id in 0..IDS {
-            let want = self.m.boxes.get(id as usize).copied().flatten();
-            let got = self.g.get(id);
-            let ok = match (got, want) {
-                (Some(a), Some(b)) => same(&a, &b),
-                (None, None) => true,
-                _ => false,
-            };
-            assert!(
-                ok,
-                "after {ctx:?}: {d}D: get({id}) = {got:?}, model {want:?}"
-            );
-        }
-        assert!(self.g.get(u32::MAX).is_none());
-        assert_eq!(
-            self.g.uses_grids(),
-            self.m.grid_mode,
-            "after {ctx:?}: {d}D: small-N switch"
-        );
-        self.check_stats(ctx);
-        let got = sorted_pairs(&mut self.g, ctx);
-        let want = self.m.pairs();
-        assert_eq!(
-            got, want,
-            "after {ctx:?}: {d}D: pairs differ from brute force (boxes {:?})",
-            self.m.boxes
-        );
-    }
-
     fn check_stats(&self, ctx: &dyn core::fmt::Debug) {
         let st = self.g.stats();
-        let n = self.m.len();
-        let m = &self.m;
-        let nu = (0..CAP)
-            .filter(|&i| m.unbounded[i] && m.boxes[i].is_some())
-            .count();
-        let in_grids: usize = st.grid[..st.grids].iter().map(|s| s.objects as usize).sum();
+        // The counts are the shared layer's (HhgModel::check); these are
+        // this target's own.
         let c = format!("after {ctx:?}: {}D: stats {st:?}", dim::<B>());
-        assert_eq!(st.small_n, !m.grid_mode, "{c}");
-        assert_eq!(st.flat_objects + st.unbounded_objects + in_grids, n, "{c}");
-        assert_eq!(st.arena_words, self.arena, "{c}");
-        assert!(st.arena_words_used <= self.arena, "{c}");
-        if m.grid_mode {
-            assert_eq!(st.flat_objects, 0, "{c}");
-            assert!(st.unbounded_objects >= nu, "{c}");
-        } else {
-            assert_eq!(st.grids, 0, "{c}");
-            assert_eq!(st.unbounded_objects, nu, "{c}");
-        }
         // A grid takes 3^D·3^D table words plus at least 4^D cells.
         let min_grid = if dim::<B>() == 3 { 729 + 64 } else { 81 + 16 };
         if self.arena < min_grid {
@@ -548,7 +402,7 @@ impl<B: TestBox> World<B> {
             assert!((-LEVELS_BELOW..=LEVELS_ABOVE).contains(&s.level), "{c}");
             assert!(s.cell_size > prev_cell, "{c}: grids in ascending cell size");
             prev_cell = s.cell_size;
-            let c0 = m.c0.expect("grids only once a bounded box fixed c0");
+            let c0 = self.c0.expect("grids only once a bounded box fixed c0");
             let want = f64::from(c0) * f.powi(s.level);
             assert!(
                 (f64::from(s.cell_size) / want - 1.0).abs() < TOL,
@@ -563,248 +417,93 @@ impl<B: TestBox> World<B> {
         }
     }
 
-    fn op_insert(&mut self, id: u8, b: &BoxIn) -> Result<(), Error> {
-        let bx = self.make_box(b);
-        let id = u32::from(id) % IDS;
-        let i = id as usize;
-        let r = self.g.insert(id, bx);
-        let ctx = format!("insert({id}, {bx:?}) = {r:?}");
-        let e = expect_bounded(&bx, self.m.c0, self.factor());
-        if i >= CAP {
-            assert_eq!(r, Err(Error::IdOutOfRange { id }), "{ctx}");
-        } else if self.m.boxes[i].is_some() {
-            // A wrong id and a wrong box: either error will do.
-            let box_err = matches!(e, Expect::Refused(_)) && e.allows(r);
-            assert!(r == Err(Error::DuplicateId { id }) || box_err, "{ctx}");
-        } else {
-            assert!(e.allows(r), "{ctx}: want {e:?}");
-            if r.is_ok() {
-                self.m.boxes[i] = Some(bx);
-                self.m.unbounded[i] = false;
-                if self.m.c0.is_none() {
-                    self.m.c0 = Some(c0_of(&bx, self.factor()));
-                }
-                if self.m.len() as u32 >= self.cfg.small_n_threshold() {
-                    self.m.grid_mode = true;
-                }
-            }
-        }
-        r
-    }
-
-    fn op_insert_unbounded(&mut self, id: u8, b: &BoxIn) -> Result<(), Error> {
-        let bx = self.make_box(b);
-        let id = u32::from(id) % IDS;
-        let i = id as usize;
-        let r = self.g.insert_unbounded(id, bx);
-        let ctx = format!("insert_unbounded({id}, {bx:?}) = {r:?}");
-        let e = expect_unbounded(&bx);
-        if i >= CAP {
-            assert_eq!(r, Err(Error::IdOutOfRange { id }), "{ctx}");
-        } else if self.m.boxes[i].is_some() {
-            let box_err = matches!(e, Expect::Refused(_)) && e.allows(r);
-            assert!(r == Err(Error::DuplicateId { id }) || box_err, "{ctx}");
-        } else {
-            assert!(e.allows(r), "{ctx}: want {e:?}");
-            if r.is_ok() {
-                self.m.boxes[i] = Some(bx);
-                self.m.unbounded[i] = true;
-            }
-        }
-        r
-    }
-
-    fn op_update(&mut self, id: u8, b: &BoxIn) -> Result<(), Error> {
-        let bx = self.make_box(b);
-        let id = u32::from(id) % IDS;
-        let i = id as usize;
-        let r = self.g.update(id, bx);
-        let ctx = format!("update({id}, {bx:?}) = {r:?}");
-        if i >= CAP {
-            assert_eq!(r, Err(Error::IdOutOfRange { id }), "{ctx}");
-        } else if self.m.boxes[i].is_none() {
-            assert_eq!(r, Err(Error::UnknownId { id }), "{ctx}");
-        } else {
-            let e = if self.m.unbounded[i] {
-                expect_unbounded(&bx)
-            } else {
-                expect_bounded(&bx, self.m.c0, self.factor())
-            };
-            assert!(e.allows(r), "{ctx}: want {e:?}");
-            if r.is_ok() {
-                self.m.boxes[i] = Some(bx);
-            }
-        }
-        r
-    }
-
-    fn op_remove(&mut self, id: u8) -> Result<(), Error> {
-        let id = u32::from(id) % IDS;
-        let i = id as usize;
-        let r = self.g.remove(id);
-        if i >= CAP {
-            assert_eq!(r, Err(Error::IdOutOfRange { id }));
-        } else {
-            match self.m.boxes[i] {
-                None => assert_eq!(r, Err(Error::UnknownId { id })),
-                Some(b) => {
-                    assert!(
-                        r.as_ref().is_ok_and(|got| same(got, &b)),
-                        "remove({id}) = {r:?}, model {b:?}"
-                    );
-                    self.m.boxes[i] = None;
-                    self.m.unbounded[i] = false;
-                }
-            }
-        }
-        r.map(|_| ())
-    }
-
-    fn op_update_all(
-        &mut self,
-        incremental: bool,
-        moves: &[(u8, BoxIn)],
-        len: LenIn,
-        nan_fill: bool,
-    ) -> Result<(), Error> {
-        let nan = B::raw([f32::NAN; 3], [f32::NAN; 3]);
-        let fill = if nan_fill { nan } else { B::ZERO };
-        let mut boxes: Vec<B> = self.m.boxes.iter().map(|b| b.unwrap_or(fill)).collect();
-        for (id, b) in moves.iter().take(MAX_MOVES) {
-            let bx = self.make_box(b);
-            boxes[usize::from(*id) % CAP] = bx;
-        }
-        match len {
-            LenIn::Full | LenIn::Full2 | LenIn::Full3 => {}
-            LenIn::Short(k) => boxes.truncate(usize::from(k) % CAP),
-            LenIn::Long(k) => boxes.extend(core::iter::repeat_n(nan, usize::from(k % 4))),
-        }
-        // Every stored id in order: a box that may be out of range can stop
-        // the check, a box that must be refused does; then the length.
-        let mut allowed: Vec<Result<(), Error>> = Vec::new();
-        let mut stopped = false;
-        let mut seen = 0;
-        for (i, b) in boxes.iter().enumerate().take(CAP) {
-            if self.m.boxes[i].is_none() {
-                continue;
-            }
-            seen += 1;
-            let e = if self.m.unbounded[i] {
-                expect_unbounded(b)
-            } else {
-                expect_bounded(b, self.m.c0, self.factor())
-            };
-            match e {
-                Expect::Ok => {}
-                Expect::OkOrOutOfRange => allowed.push(Err(Error::OutOfRange)),
-                Expect::Refused(v) => {
-                    allowed.extend(v.into_iter().map(Err));
-                    stopped = true;
-                    break;
-                }
-            }
-        }
-        if !stopped {
-            let n = self.m.len();
-            allowed.push(if seen == n {
-                Ok(())
-            } else {
-                Err(Error::LengthMismatch {
-                    expected: n,
-                    got: seen,
-                })
-            });
-        }
-        let strategy = if incremental {
-            UpdateStrategy::Incremental
-        } else {
-            UpdateStrategy::ClearAndReinsert
+    /// The range rule, for an insert of a free id or an update of a stored
+    /// bounded one (other cases are the shared model's).
+    fn range_rule(&self, op: &Op, b: &B) -> Option<Expect> {
+        let (id, insert) = match op {
+            Op::Insert(id, _) => (u32::from(*id) % IDS, true),
+            Op::Update(id, _) => (u32::from(*id) % IDS, false),
+            _ => return None,
         };
-        let r = self.g.update_all(&boxes, strategy);
-        assert!(
-            allowed.contains(&r),
-            "update_all({strategy:?}, {} boxes) = {r:?}, allowed {allowed:?}, boxes {boxes:?}",
-            boxes.len()
-        );
-        if r.is_ok() {
-            for (stored, b) in self.m.boxes.iter_mut().zip(&boxes) {
-                if stored.is_some() {
-                    *stored = Some(*b);
-                }
-            }
+        let i = id as usize;
+        let stored = self.m.broad.get(id).is_some();
+        if i >= CAP || stored == insert || (stored && self.m.unbounded[i]) {
+            return None;
         }
-        r
-    }
-
-    fn op_query(&mut self, b: &BoxIn) -> Result<(), Error> {
-        let q = self.make_box(b);
-        let got = query(&mut self.g, &q);
-        match expect_unbounded(&q) {
-            Expect::Refused(v) => assert!(
-                got.as_ref().is_err_and(|e| v.contains(e)),
-                "query {q:?} = {got:?}, want one of {v:?}"
-            ),
-            _ => assert_eq!(got, Ok(self.m.hits(&q)), "query {q:?}"),
-        }
-        got.map(|_| ())
-    }
-
-    fn op_pairs(&mut self) {
-        let mut a = Vec::new();
-        let mut b = Vec::new();
-        self.g.for_each_overlap(|x, y| a.push((x, y))).unwrap();
-        self.g.for_each_overlap(|x, y| b.push((x, y))).unwrap();
-        assert_eq!(a, b, "for_each_pair not deterministic");
-        for i in 0..CAP {
-            if let Some(q) = self.m.boxes[i] {
-                assert_eq!(
-                    query(&mut self.g, &q),
-                    Ok(self.m.hits(&q)),
-                    "query with stored box {i}"
-                );
-            }
-        }
+        Some(expect_bounded(b, self.c0, self.factor()))
     }
 
     fn apply(&mut self, op: &Op) {
-        let before: HhgStats = self.g.stats();
-        let r = match op {
-            Op::Insert(id, b) => self.op_insert(*id, b),
-            Op::InsertUnbounded(id, b) => self.op_insert_unbounded(*id, b),
-            Op::Update(id, b) => self.op_update(*id, b),
-            Op::Remove(id) => self.op_remove(*id),
+        let id = |i: &u8| u32::from(*i) % IDS;
+        let exact = |w: &Self, b: &BoxIn| BoxSpec::Exact(w.make_box(b));
+        let (hop, b) = match op {
+            Op::Insert(i, b) => {
+                let bx = self.make_box(b);
+                (
+                    HhgOp::Broad(BroadOp::Insert(id(i), BoxSpec::Exact(bx))),
+                    Some(bx),
+                )
+            }
+            Op::InsertUnbounded(i, b) => (HhgOp::InsertUnbounded(id(i), exact(self, b)), None),
+            Op::Update(i, b) => {
+                let bx = self.make_box(b);
+                (
+                    HhgOp::Broad(BroadOp::Update(id(i), BoxSpec::Exact(bx))),
+                    Some(bx),
+                )
+            }
+            Op::Remove(i) => (HhgOp::Broad(BroadOp::Remove(id(i))), None),
             Op::UpdateAll {
                 incremental,
                 moves,
                 len,
                 nan_fill,
-            } => self.op_update_all(*incremental, moves, *len, *nan_fill),
-            Op::Query(b) => self.op_query(b),
-            Op::Clear => {
-                self.g.clear();
-                self.m.boxes.fill(None);
-                self.m.unbounded.fill(false);
-                self.m.grid_mode = false;
-                self.m.c0 = None;
-                Ok(())
+            } => {
+                let moves = moves
+                    .iter()
+                    .take(MAX_MOVES)
+                    .map(|(i, b)| (id(i), exact(self, b)))
+                    .collect();
+                let len = match len {
+                    LenIn::Full | LenIn::Full2 | LenIn::Full3 => AllLen::Full,
+                    LenIn::Short(k) => AllLen::Short(*k),
+                    LenIn::Long(k) => AllLen::Long(*k),
+                };
+                let (incremental, nan_fill) = (*incremental, *nan_fill);
+                (
+                    HhgOp::UpdateAll {
+                        incremental,
+                        moves,
+                        len,
+                        nan_fill,
+                    },
+                    None,
+                )
             }
-            Op::Pairs => {
-                self.op_pairs();
-                Ok(())
-            }
-            Op::SortRecords => {
-                self.g.sort_records();
-                Ok(())
-            }
+            Op::Query(b) => (HhgOp::Broad(BroadOp::Query(exact(self, b))), None),
+            Op::Clear => (HhgOp::Broad(BroadOp::Clear), None),
+            Op::Pairs => (HhgOp::Broad(BroadOp::Overlaps), None),
+            Op::SortRecords => (HhgOp::SortRecords, None),
         };
-        if let Err(e) = r {
-            assert_eq!(
-                self.g.stats(),
-                before,
-                "{op:?} refused with {e:?} but changed the stats"
+        let rule = b.as_ref().and_then(|b| self.range_rule(op, b));
+        let r = self
+            .m
+            .apply(&mut self.g, &hop)
+            .unwrap_or_else(|e| panic!("{}D: {e}", dim::<B>()));
+        if let (Some(e), Some(b)) = (rule, b) {
+            assert!(
+                e.allows(r),
+                "{}D: {op:?}: {b:?} gave {r:?}, range rule {e:?}",
+                dim::<B>()
             );
+            if matches!(op, Op::Insert(..)) && r.is_ok() && self.c0.is_none() {
+                self.c0 = Some(c0_of(&b, self.factor()));
+            }
         }
-        self.check(op);
+        if matches!(op, Op::Clear) {
+            self.c0 = None;
+        }
+        self.check_stats(op);
     }
 }
 
@@ -827,8 +526,8 @@ fuzz_target!(|input: Input| {
     let arena = ARENAS[usize::from(input.arena) % ARENAS.len()];
     let mut w2 = World::<Aabb2>::new(cfg, arena, input.arena_fill);
     let mut w3 = World::<Aabb3>::new(cfg, arena, input.arena_fill);
-    w2.check(&"new");
-    w3.check(&"new");
+    w2.check_stats(&"new");
+    w3.check_stats(&"new");
     for (three, op) in input.ops.iter().take(MAX_OPS) {
         if *three {
             w3.apply(op);

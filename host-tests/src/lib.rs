@@ -1,8 +1,16 @@
 //! Support shared by spatium's test files (the tests themselves are in
-//! `tests/`): proptest strategies for lattice boxes ([`props`]). The
+//! `tests/`) and fuzz targets: proptest strategies for lattice boxes
+//! ([`props`]), one operation model per trait ([`model`]: broad phase and
+//! neighbour search, with proptest strategies and `arbitrary` impls), the
+//! deterministic contract checks of both traits ([`contract`]) and the
+//! registry of every structure kind they run over ([`registry`]). The
 //! scenario generators, the oracle and the `Vec`-backed constructors are in
 //! the user-facing host crate, `spatium-host`.
 
 #![forbid(unsafe_code)]
 
+pub mod contract;
+pub mod hhg_model;
+pub mod model;
 pub mod props;
+pub mod registry;

@@ -4,7 +4,7 @@ use proptest::prelude::*;
 
 /// A lattice box: lower corner `pos / 4 · 2^pe`, edges `edge / 4 · 2^se`
 /// (exact dyadic arithmetic, so boxes coincide and touch exactly).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Lattice {
     /// Exponent of the position scale.
     pub pe: i8,
@@ -43,4 +43,25 @@ pub fn lattice_corners(l: &Lattice) -> ([f32; 3], [f32; 3]) {
         hi[k] = lo[k] + f32::from(l.edge[k]) * step;
     }
     (lo, hi)
+}
+
+impl<'a> arbitrary::Arbitrary<'a> for Lattice {
+    /// The ranges of [`lattice`]: positions within ±24 units at scales
+    /// 2⁻⁴ … 2⁴, edges of 0 to 7 steps at scales 2⁻⁶ … 2⁵ (one in six a
+    /// point).
+    fn arbitrary(u: &mut arbitrary::Unstructured<'a>) -> arbitrary::Result<Self> {
+        let pe = u.int_in_range(-4..=4)?;
+        let mut pos = [0i8; 3];
+        for p in &mut pos {
+            *p = u.int_in_range(-24..=24)?;
+        }
+        let se = u.int_in_range(-6..=5)?;
+        let mut edge = [0u8; 3];
+        if !u.ratio(1u8, 6)? {
+            for e in &mut edge {
+                *e = u.int_in_range(0..=7)?;
+            }
+        }
+        Ok(Self { pe, pos, se, edge })
+    }
 }

@@ -13,7 +13,9 @@
 //! class sets, tables of 1 to 1024 buckets (1: every key collides), pools
 //! from starved to ample. Every error is predicted, a refused operation must
 //! change nothing, and after every operation `validate()` passes and every
-//! answer equals the model's.
+//! answer equals the model's. Objects and particles are judged by the
+//! shared models (`spatium_host_tests::model`); the class rules here predict
+//! hashing's own refusals on top.
 
 use spatium_host_tests::props as common;
 
@@ -21,9 +23,12 @@ use common::{Lattice, lattice, lattice_corners};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseResult;
 use spatium::hhash::{Candidates, HashConfig, Hierarchical, Multilevel, Scheme};
-use spatium::{Aabb2, Aabb3, BoundingBox, BroadPhase, Error, NeighborSearch, Point, Validate};
-use spatium_host::boxes::{TestBox, dim, overlap};
-use spatium_host::make::{self, VecClassHash};
+use spatium::{Aabb2, Aabb3, BoundingBox, BroadPhase, Error, Point};
+use spatium_host::boxes::TestBox;
+use spatium_host::make;
+use spatium_host_tests::model::{
+    BoxSpec, BroadModel, BroadOp, PointSpec, RadiusSpec, SearchModel, SearchOp,
+};
 
 const IDS: u32 = 20;
 const CAP: usize = 16;
@@ -107,129 +112,59 @@ fn box_error<B: BoundingBox>(b: &B, cfg: &HashConfig<B::Point>) -> Option<Error>
     b.check().err().or_else(|| cfg.entries_of(b).err())
 }
 
+/// The shared models (objects, particles) plus hashing's own state.
 struct Model<B: BoundingBox> {
-    objects: Vec<Option<B>>,
-    particles: Vec<B::Point>,
-    radius: f32,
+    broad: BroadModel<B>,
+    search: SearchModel<B::Point>,
     cfg: HashConfig<B::Point>,
     pool: usize,
 }
 
-impl<B: BoundingBox> Model<B> {
+impl<B: TestBox> Model<B> {
     fn entries(&self, cfg: &HashConfig<B::Point>) -> u64 {
-        self.objects
+        self.broad
+            .slots
             .iter()
             .flatten()
             .map(|b| cfg.entries_of(b).unwrap())
             .sum::<u64>()
-            + self.particles.len() as u64
-    }
-    fn pairs(&self) -> Vec<(u32, u32)> {
-        let mut v = Vec::new();
-        for i in 0..self.objects.len() {
-            for j in i + 1..self.objects.len() {
-                if let (Some(a), Some(b)) = (self.objects[i], self.objects[j])
-                    && overlap(&a, &b)
-                {
-                    v.push((i as u32, j as u32));
-                }
-            }
-        }
-        v
-    }
-    fn near(&self, p: B::Point) -> Vec<u32> {
-        let r2 = self.radius * self.radius;
-        (0..self.particles.len() as u32)
-            .filter(|&j| {
-                let q = self.particles[j as usize];
-                let d2: f32 = (0..dim::<B>())
-                    .map(|k| (p.coord(k) - q.coord(k)).powi(2))
-                    .sum();
-                d2 < r2
-            })
-            .collect()
+            + self.search.points.len() as u64
     }
 }
 
-fn check<S: Scheme, B: TestBox>(h: &mut VecClassHash<S, B>, m: &Model<B>) -> TestCaseResult {
-    h.validate()
-        .map_err(|e| TestCaseError::fail(e.to_string()))?;
-    prop_assert_eq!(BroadPhase::box_count(h), m.objects.iter().flatten().count());
-    for id in 0..IDS {
-        let want = m.objects.get(id as usize).copied().flatten();
-        prop_assert_eq!(
-            h.get(id).map(|b| (b.min(), b.max())),
-            want.map(|b| (b.min(), b.max()))
-        );
-    }
-    let mut got = Vec::new();
-    h.for_each_overlap(|a, b| got.push((a.min(b), a.max(b))))
-        .unwrap();
-    got.sort_unstable();
-    prop_assert_eq!(got, m.pairs());
-    prop_assert_eq!(*h.config(), m.cfg);
-    Ok(())
+fn fail(e: String) -> TestCaseError {
+    TestCaseError::fail(e)
 }
 
-fn check_particles<S: Scheme, B: TestBox>(h: &VecClassHash<S, B>, m: &Model<B>) -> TestCaseResult {
-    prop_assert_eq!(NeighborSearch::len(h), m.particles.len());
-    let mut got = Vec::new();
-    h.for_each_pair(|i, j, d2| {
-        got.push((i.min(j), i.max(j)));
-        assert!(d2 < h.radius() * h.radius());
-    });
-    got.sort_unstable();
-    let mut want = Vec::new();
-    for i in 0..m.particles.len() as u32 {
-        for j in m.near(m.particles[i as usize]) {
-            if i < j {
-                want.push((i, j));
-            }
-        }
-    }
-    prop_assert_eq!(got, want);
-    for i in 0..m.particles.len() as u32 {
-        let mut got = Vec::new();
-        h.for_each_neighbor(i, |j, _| got.push(j)).unwrap();
-        got.sort_unstable();
-        let want: Vec<u32> = m
-            .near(m.particles[i as usize])
-            .into_iter()
-            .filter(|&j| j != i)
-            .collect();
-        prop_assert_eq!(got, want);
-    }
-    Ok(())
-}
-
-/// Runs `ops` on one structure.
-fn run<S: Scheme, B: TestBox>(
+/// Runs `ops` on one structure: every trait operation is judged by the
+/// shared models (objects through `BroadModel`, particles through
+/// `SearchModel`, with every answer compared after each op); on top, the
+/// class rules predict hashing's own refusals exactly (`OutOfRange` from
+/// the cell range of a box's class, `CapacityExceeded` from the pool).
+fn run_scheme<S: Scheme, B: TestBox>(
     ops: &[Op],
     base: usize,
     levels: u32,
     table: usize,
     pool: usize,
-    nns: impl Fn(&mut VecClassHash<S, B>, &[B::Point], f32) -> Option<Result<(), Error>>,
-    check_nns: impl Fn(&VecClassHash<S, B>, &Model<B>) -> TestCaseResult,
 ) -> TestCaseResult {
     let cfg = HashConfig::<B::Point>::new(BASES[base], levels & 0x3f).unwrap();
     let mut h = make::class_hash::<S, B>(CAP, table, pool, PARTS, cfg);
     let mut m = Model::<B> {
-        objects: vec![None; CAP],
-        particles: Vec::new(),
-        radius: 0.0,
+        broad: BroadModel::new(CAP),
+        search: SearchModel::new(PARTS),
         cfg,
         pool,
     };
     for op in ops {
         match op {
             Op::Insert(id, s) => {
-                let b: B = make_box(s, &m.objects);
+                let b: B = make_box(s, &m.broad.slots);
                 let want = if *id as usize >= CAP {
                     Some(Error::IdOutOfRange { id: *id })
                 } else if let Some(e) = b.check().err() {
                     Some(e)
-                } else if m.objects[*id as usize].is_some() {
+                } else if m.broad.get(*id).is_some() {
                     Some(Error::DuplicateId { id: *id })
                 } else if let Some(e) = box_error(&b, &m.cfg) {
                     Some(e)
@@ -238,15 +173,15 @@ fn run<S: Scheme, B: TestBox>(
                 } else {
                     None
                 };
-                let got = h.insert(*id, b);
+                let got = m
+                    .broad
+                    .apply(&mut h, &BroadOp::Insert(*id, BoxSpec::Exact(b)))
+                    .map_err(fail)?;
                 prop_assert_eq!(got.err(), want, "insert {} {:?}", id, b);
-                if want.is_none() {
-                    m.objects[*id as usize] = Some(b);
-                }
             }
             Op::Update(id, s) => {
-                let b: B = make_box(s, &m.objects);
-                let stored = m.objects.get(*id as usize).copied().flatten();
+                let b: B = make_box(s, &m.broad.slots);
+                let stored = m.broad.get(*id);
                 let want = if *id as usize >= CAP {
                     Some(Error::IdOutOfRange { id: *id })
                 } else if let Some(old) = stored {
@@ -263,45 +198,34 @@ fn run<S: Scheme, B: TestBox>(
                 } else {
                     Some(Error::UnknownId { id: *id })
                 };
-                prop_assert_eq!(h.update(*id, b).err(), want);
-                if want.is_none() {
-                    m.objects[*id as usize] = Some(b);
-                }
+                let got = m
+                    .broad
+                    .apply(&mut h, &BroadOp::Update(*id, BoxSpec::Exact(b)))
+                    .map_err(fail)?;
+                prop_assert_eq!(got.err(), want);
             }
             Op::Remove(id) => {
-                let stored = m.objects.get(*id as usize).copied().flatten();
-                let got = h.remove(*id);
-                match stored {
-                    Some(b) => {
-                        prop_assert_eq!(got.map(|x| (x.min(), x.max())), Ok((b.min(), b.max())));
-                        m.objects[*id as usize] = None;
-                    }
-                    None if *id as usize >= CAP => {
-                        prop_assert_eq!(got.err(), Some(Error::IdOutOfRange { id: *id }))
-                    }
-                    None => prop_assert_eq!(got.err(), Some(Error::UnknownId { id: *id })),
-                }
+                let _ = m.broad.apply(&mut h, &BroadOp::Remove(*id)).map_err(fail)?;
             }
             Op::Query(s) => {
-                let q: B = make_box(s, &m.objects);
-                let mut got = Vec::new();
-                let r = h.query(&q, |id| got.push(id));
-                if let Err(e) = q.check() {
-                    prop_assert_eq!(r, Err(e));
-                    continue;
+                let q: B = make_box(s, &m.broad.slots);
+                let r = m
+                    .broad
+                    .apply(&mut h, &BroadOp::Query(BoxSpec::Exact(q)))
+                    .map_err(fail)?;
+                prop_assert_eq!(r, q.check());
+                if r.is_ok() {
+                    // Raw candidates are a superset of the exact answer.
+                    let want = m.broad.hits(&q);
+                    let mut raw = Vec::new();
+                    h.for_each_candidate(&q, Candidates::Raw, |id| raw.push(id))
+                        .unwrap();
+                    prop_assert!(want.iter().all(|id| raw.contains(id)));
                 }
-                prop_assert_eq!(r, Ok(()));
-                got.sort_unstable();
-                let want: Vec<u32> = (0..CAP as u32)
-                    .filter(|&i| m.objects[i as usize].is_some_and(|b| overlap(&b, &q)))
-                    .collect();
-                prop_assert_eq!(&got, &want);
-                let mut raw = Vec::new();
-                h.for_each_candidate(&q, Candidates::Raw, |id| raw.push(id))
-                    .unwrap();
-                prop_assert!(want.iter().all(|id| raw.contains(id)));
             }
-            Op::Pairs => {}
+            Op::Pairs => {
+                let _ = m.broad.apply(&mut h, &BroadOp::Overlaps).map_err(fail)?;
+            }
             Op::Particles(pts, r) => {
                 let points: Vec<B::Point> = pts
                     .iter()
@@ -311,31 +235,29 @@ fn run<S: Scheme, B: TestBox>(
                     })
                     .collect();
                 let radius = RADII[*r as usize];
-                let Some(got) = nns(&mut h, &points, radius) else {
-                    continue;
-                };
                 let want = if radius.is_nan() || radius <= 0.0 {
                     Some(Error::InvalidRadius)
                 } else if points.len() > PARTS {
                     Some(Error::CapacityExceeded { capacity: PARTS })
-                } else if m.entries(&m.cfg) - m.particles.len() as u64 + points.len() as u64
+                } else if m.entries(&m.cfg) - m.search.points.len() as u64 + points.len() as u64
                     > m.pool as u64
                 {
                     Some(Error::CapacityExceeded { capacity: m.pool })
                 } else {
                     None
                 };
+                let op = SearchOp::Build(
+                    points.iter().map(|p| PointSpec::Exact(*p)).collect(),
+                    RadiusSpec::Bits(radius.to_bits()),
+                );
+                let got = m.search.apply(&mut h, &op).map_err(fail)?;
                 prop_assert_eq!(got.err(), want);
-                if want.is_none() {
-                    m.particles = points;
-                    m.radius = radius;
-                }
             }
             Op::Rehash => h.rehash().unwrap(),
             Op::Clear => {
                 h.clear();
-                m.objects = vec![None; CAP];
-                m.particles.clear();
+                m.broad.slots.fill(None);
+                m.search.points.clear();
             }
             Op::Reconfigure(b, l) => {
                 let cfg = HashConfig::new(BASES[*b as usize], l & 0x3f).unwrap();
@@ -350,28 +272,11 @@ fn run<S: Scheme, B: TestBox>(
                 }
             }
         }
-        check(&mut h, &m)?;
-        check_nns(&h, &m)?;
+        m.broad.check(&mut h).map_err(fail)?;
+        m.search.check(&h).map_err(fail)?;
+        prop_assert_eq!(*h.config(), m.cfg);
     }
     Ok(())
-}
-
-fn run_scheme<S: Scheme, B: TestBox>(
-    ops: &[Op],
-    base: usize,
-    levels: u32,
-    table: usize,
-    pool: usize,
-) -> TestCaseResult {
-    run::<S, B>(
-        ops,
-        base,
-        levels,
-        table,
-        pool,
-        |h, p, r| Some(h.build(p, r)),
-        check_particles,
-    )
 }
 
 fn setup() -> impl Strategy<Value = (Vec<Op>, usize, u32, usize, usize)> {

@@ -2,10 +2,10 @@
 //!
 //! **Broad phase.** Random operation sequences (insert, update, small moves,
 //! remove, clear, pair enumeration in every candidate mode, box queries) on
-//! ids
-//! `0..40` (id capacity 36, so some ids are out of range) against an
-//! independent model: a `Vec<Option<B>>` with its own per-axis
-//! closed-interval overlap test. Boxes are dyadic lattice boxes of edges
+//! ids `0..40` (id capacity 36, so some ids are out of range), judged by the
+//! shared broad-phase model (`spatium_host_tests::model::BroadModel`, lazy:
+//! changes accumulate between detections) with the kd-tree's own
+//! predictions and record checks on top. Boxes are dyadic lattice boxes of edges
 //! `2⁻⁸` to `56` (so they coincide and touch exactly), zero-extent boxes,
 //! copies of stored boxes and boxes touching their faces, boxes moved by
 //! ±10⁶, huge and tiny finite values, and bad boxes (NaN, inverted,
@@ -50,6 +50,7 @@ use spatium::kdtree::{
     Candidates, KdBroadPhase, KdConfig, KdRecord, KdSlot, LinearKdTree, LocCode, SortAlgo, Split,
 };
 use spatium::{Aabb2, Aabb3, BoundingBox, BroadPhase, Error, Validate};
+use spatium_host_tests::model::{BoxSpec, BroadModel, BroadOp, is_structure_specific};
 
 /// Ids are `0..IDS`; those from `CAP` are out of range.
 const IDS: u8 = 40;
@@ -63,7 +64,7 @@ type Tree<B, K> = LinearKdTree<B, K, Vec<KdRecord<K>>>;
 // ---------------------------------------------------------------------------
 
 /// Boxes the tests can build unchecked (NaN, inverted, infinite).
-use spatium_host::boxes::{TestBox, corners, dim, overlap, same, same_opt};
+use spatium_host::boxes::{TestBox, corners, dim, overlap, same};
 
 /// The error a box must be refused with, independently of `check()`.
 fn box_error<B: BoundingBox>(b: &B) -> Option<Error> {
@@ -298,41 +299,26 @@ fn brute_pairs<B: BoundingBox>(boxes: &[B]) -> Vec<(u32, u32)> {
 // Broad phase: model
 // ---------------------------------------------------------------------------
 
+/// The shared model (lazy: the kd-tree rebuilds at detection time, so
+/// changes accumulate; the pairs are compared on a clone after every op) and
+/// the boxes the record buffers hold.
 struct Model<B> {
-    boxes: Vec<Option<B>>,
-    /// Boxes the record buffers hold.
+    m: BroadModel<B>,
     room: usize,
 }
 
-impl<B: BoundingBox> Model<B> {
+impl<B: TestBox> Model<B> {
     fn len(&self) -> usize {
-        self.boxes.iter().flatten().count()
+        self.m.len()
     }
 
     fn stored(&self, id: u8) -> Option<B> {
-        self.boxes.get(usize::from(id)).copied().flatten()
+        self.m.get(u32::from(id))
     }
+}
 
-    fn pairs(&self) -> Vec<(u32, u32)> {
-        let mut v = Vec::new();
-        for i in 0..CAP {
-            for j in i + 1..CAP {
-                if let (Some(a), Some(b)) = (&self.boxes[i], &self.boxes[j])
-                    && overlap(a, b)
-                {
-                    v.push((i as u32, j as u32));
-                }
-            }
-        }
-        v
-    }
-
-    fn hits(&self, q: &B) -> Vec<u32> {
-        (0..CAP)
-            .filter(|&i| self.boxes[i].as_ref().is_some_and(|b| overlap(b, q)))
-            .map(|i| i as u32)
-            .collect()
-    }
+fn fail(e: String) -> TestCaseError {
+    TestCaseError::fail(e)
 }
 
 #[derive(Clone, Debug)]
@@ -427,36 +413,9 @@ fn sorted_pairs<B: BoundingBox, K: LocCode>(
     normalise(&v, true, what)
 }
 
-fn query<B: BoundingBox, K: LocCode>(bp: &mut Bp<B, K>, q: &B) -> Result<Vec<u32>, Error> {
-    let mut v = Vec::new();
-    bp.query(q, |id| v.push(id))?;
-    v.sort_unstable();
-    Ok(v)
-}
-
-fn check_query<B: BoundingBox, K: LocCode>(
-    bp: &mut Bp<B, K>,
-    m: &Model<B>,
-    q: &B,
-) -> TestCaseResult {
-    match box_error(q) {
-        Some(e) => prop_assert_eq!(query(bp, q), Err(e), "query {:?}", q),
-        None => {
-            let got = query(bp, q);
-            prop_assert!(got.is_ok(), "query {:?} = {:?}", q, got);
-            let got = got.unwrap();
-            let mut d = got.clone();
-            d.dedup();
-            prop_assert_eq!(d.len(), got.len(), "query {:?}: an id twice: {:?}", q, got);
-            prop_assert_eq!(got, m.hits(q), "query {:?}", q);
-        }
-    }
-    Ok(())
-}
-
 /// What a rebuilt structure must look like: stats and records against the
 /// model.
-fn check_built<B: BoundingBox, K: LocCode>(
+fn check_built<B: TestBox, K: LocCode>(
     bp: &Bp<B, K>,
     m: &Model<B>,
     s: &Setup<B>,
@@ -496,7 +455,7 @@ fn check_built<B: BoundingBox, K: LocCode>(
     for r in recs {
         let id = r.id() as usize;
         prop_assert!(
-            id < CAP && m.boxes[id].is_some(),
+            id < CAP && m.m.slots[id].is_some(),
             "record of absent id {}",
             id
         );
@@ -519,12 +478,12 @@ fn check_built<B: BoundingBox, K: LocCode>(
         }
         if let (Some(root), Some((fr, _))) = (s.root, frame) {
             prop_assert!(same(&fr, &root), "frame {:?} != root {:?}", fr, root);
-            let out = m
-                .boxes
-                .iter()
-                .flatten()
-                .filter(|b| !inside(*b, &root))
-                .count();
+            let out =
+                m.m.slots
+                    .iter()
+                    .flatten()
+                    .filter(|b| !inside(*b, &root))
+                    .count();
             prop_assert_eq!(st.clamped, out, "stats {:?}", st);
         }
     }
@@ -533,27 +492,11 @@ fn check_built<B: BoundingBox, K: LocCode>(
 
 /// Everything the model predicts, after every operation. Pairs are taken on
 /// a clone, so the structure itself keeps its pending changes.
-fn check<B: BoundingBox, K: LocCode>(bp: &Bp<B, K>, m: &Model<B>, s: &Setup<B>) -> TestCaseResult {
-    if let Err(c) = bp.validate() {
-        return Err(TestCaseError::fail(format!("validate: {c}")));
-    }
-    let n = m.len();
-    prop_assert_eq!(bp.box_count(), n);
-    prop_assert_eq!(bp.capacity(), CAP);
-    for id in 0..u32::from(IDS) {
-        let want = m.boxes.get(id as usize).copied().flatten();
-        let got = bp.get(id);
-        prop_assert!(
-            same_opt(got, want),
-            "get({}) = {:?}, model {:?}",
-            id,
-            got,
-            want
-        );
-    }
-    prop_assert!(bp.get(u32::MAX).is_none());
+fn check<B: TestBox, K: LocCode>(bp: &Bp<B, K>, m: &Model<B>, s: &Setup<B>) -> TestCaseResult {
+    // validate, box_count, capacity, get of every id: the shared model's.
     let mut c = bp.clone();
-    prop_assert_eq!(sorted_pairs(&mut c, "clone")?, m.pairs());
+    m.m.check(&mut c).map_err(fail)?;
+    prop_assert_eq!(sorted_pairs(&mut c, "clone")?, m.m.pairs());
     if let Err(e) = c.validate() {
         return Err(TestCaseError::fail(format!("validate after rebuild: {e}")));
     }
@@ -582,7 +525,7 @@ fn snapshot<B: BoundingBox, K: LocCode>(bp: &Bp<B, K>) -> Result<Snapshot<B, K>,
 }
 
 /// The result of inserting `b` at `id`: `Ok` or one of the applicable errors.
-fn insert_allowed<B: BoundingBox>(m: &Model<B>, id: u8, b: &B) -> Vec<Result<(), Error>> {
+fn insert_allowed<B: TestBox>(m: &Model<B>, id: u8, b: &B) -> Vec<Result<(), Error>> {
     let idu = u32::from(id);
     if usize::from(id) >= CAP {
         return vec![Err(Error::IdOutOfRange { id: idu })];
@@ -591,7 +534,7 @@ fn insert_allowed<B: BoundingBox>(m: &Model<B>, id: u8, b: &B) -> Vec<Result<(),
     if let Some(e) = box_error(b) {
         v.push(Err(e));
     }
-    if m.boxes[usize::from(id)].is_some() {
+    if m.stored(id).is_some() {
         v.push(Err(Error::DuplicateId { id: idu }));
     }
     if m.len() >= m.room {
@@ -603,13 +546,19 @@ fn insert_allowed<B: BoundingBox>(m: &Model<B>, id: u8, b: &B) -> Vec<Result<(),
     v
 }
 
+/// Applies one operation: judged by the shared model (ids, boxes, answers),
+/// with the kd-tree's own predictions on top (`CapacityExceeded` exactly
+/// when the records are full, nudges always accepted, queries never
+/// refused), its candidate modes, and a refused operation keeping its
+/// records and stats.
 fn apply<B: TestBox, K: LocCode>(bp: &mut Bp<B, K>, m: &mut Model<B>, op: &Op) -> TestCaseResult {
     let before = snapshot(bp)?;
     let r: Result<(), Error> = match op {
         Op::Insert(id, spec) => {
             let b = make_box::<B>(spec, |of| m.stored(of));
             let allowed = insert_allowed(m, *id, &b);
-            let r = bp.insert(u32::from(*id), b);
+            let op = BroadOp::Insert(u32::from(*id), BoxSpec::Exact(b));
+            let r = m.m.apply(bp, &op).map_err(fail)?;
             prop_assert!(
                 allowed.contains(&r),
                 "insert({}, {:?}) = {:?}, allowed {:?}",
@@ -618,93 +567,55 @@ fn apply<B: TestBox, K: LocCode>(bp: &mut Bp<B, K>, m: &mut Model<B>, op: &Op) -
                 r,
                 allowed
             );
-            if r.is_ok() {
-                m.boxes[usize::from(*id)] = Some(b);
-            }
             r
         }
         Op::Update(id, spec) => {
             let b = make_box::<B>(spec, |of| m.stored(of));
-            let idu = u32::from(*id);
-            let r = bp.update(idu, b);
-            let mut allowed = Vec::new();
-            if usize::from(*id) >= CAP {
-                allowed.push(Err(Error::IdOutOfRange { id: idu }));
-            } else {
-                if m.boxes[usize::from(*id)].is_none() {
-                    allowed.push(Err(Error::UnknownId { id: idu }));
-                }
-                if let Some(e) = box_error(&b) {
-                    allowed.push(Err(e));
-                }
-                if allowed.is_empty() {
-                    allowed.push(Ok(()));
-                }
-            }
+            let op = BroadOp::Update(u32::from(*id), BoxSpec::Exact(b));
+            let r = m.m.apply(bp, &op).map_err(fail)?;
             prop_assert!(
-                allowed.contains(&r),
-                "update({}, {:?}) = {:?}, allowed {:?}",
+                r.is_ok() || !r.as_ref().err().is_some_and(is_structure_specific),
+                "update({}, {:?}) = {:?}",
                 id,
                 b,
-                r,
-                allowed
+                r
             );
-            if r.is_ok() {
-                m.boxes[usize::from(*id)] = Some(b);
-            }
             r
         }
         Op::Nudge(id, delta, exp) => {
             let idu = u32::from(*id);
             let b = nudged(m.stored(*id), delta, *exp);
-            let r = bp.update(idu, b);
             let want = if usize::from(*id) >= CAP {
                 Err(Error::IdOutOfRange { id: idu })
-            } else if m.boxes[usize::from(*id)].is_none() {
+            } else if m.stored(*id).is_none() {
                 Err(Error::UnknownId { id: idu })
             } else {
                 Ok(())
             };
+            let r =
+                m.m.apply(bp, &BroadOp::Update(idu, BoxSpec::Exact(b)))
+                    .map_err(fail)?;
             prop_assert_eq!(r, want, "nudge({}) to {:?}", id, b);
-            if r.is_ok() {
-                m.boxes[usize::from(*id)] = Some(b);
-            }
             r
         }
         Op::Remove(id) => {
-            let idu = u32::from(*id);
-            let r = bp.remove(idu);
-            if usize::from(*id) >= CAP {
-                prop_assert_eq!(r, Err(Error::IdOutOfRange { id: idu }));
-            } else {
-                match m.boxes[usize::from(*id)] {
-                    None => prop_assert_eq!(r, Err(Error::UnknownId { id: idu })),
-                    Some(b) => {
-                        prop_assert!(r.as_ref().is_ok_and(|got| same(got, &b)), "remove: {:?}", r);
-                        m.boxes[usize::from(*id)] = None;
-                    }
-                }
-            }
-            r.map(|_| ())
+            m.m.apply(bp, &BroadOp::Remove(u32::from(*id)))
+                .map_err(fail)?
         }
         Op::Query(spec) => {
             let q = make_box::<B>(spec, |of| m.stored(of));
-            check_query(bp, m, &q)?;
-            box_error(&q).map_or(Ok(()), Err)
+            let r =
+                m.m.apply(bp, &BroadOp::Query(BoxSpec::Exact(q)))
+                    .map_err(fail)?;
+            prop_assert_eq!(r, box_error(&q).map_or(Ok(()), Err), "query {:?}", q);
+            r
         }
-        Op::Clear => {
-            bp.clear();
-            m.boxes.fill(None);
-            Ok(())
-        }
+        Op::Clear => m.m.apply(bp, &BroadOp::Clear).map_err(fail)?,
         Op::Pairs => {
-            let mut a = Vec::new();
-            let mut b = Vec::new();
-            bp.for_each_overlap(|x, y| a.push((x, y))).unwrap();
-            bp.for_each_overlap(|x, y| b.push((x, y))).unwrap();
-            prop_assert_eq!(&a, &b, "for_each_pair not deterministic");
-            let want = m.pairs();
-            prop_assert_eq!(normalise(&a, true, "pairs")?, want.clone());
+            // Determinism, the model's pairs, every stored box as a query.
+            let r = m.m.apply(bp, &BroadOp::Overlaps).map_err(fail)?;
+            prop_assert_eq!(r, Ok(()));
+            let want = m.m.pairs();
             let mut raw = Vec::new();
             bp.for_each_candidate_pair(Candidates::Raw, |x, y| raw.push((x, y)))
                 .unwrap();
@@ -721,11 +632,6 @@ fn apply<B: TestBox, K: LocCode>(bp: &mut Bp<B, K>, m: &mut Model<B>, op: &Op) -
             bp.for_each_candidate_pair(Candidates::Exact, |x, y| ex.push((x, y)))
                 .unwrap();
             prop_assert_eq!(normalise(&ex, true, "exact")?, want);
-            for i in 0..CAP {
-                if let Some(q) = m.boxes[i] {
-                    check_query(bp, m, &q)?;
-                }
-            }
             Ok(())
         }
     };
@@ -744,7 +650,7 @@ fn run_bp<B: TestBox, K: LocCode>(s: Setup<B>, ops: &[Op]) -> TestCaseResult {
         s.cfg,
     );
     let mut m = Model {
-        boxes: vec![None; CAP],
+        m: BroadModel::new(CAP).lazy(),
         room: s.records.min(CAP),
     };
     check(&bp, &m, &s)?;
@@ -1448,7 +1354,7 @@ fn generators_cover_the_interesting_states() {
                 s.cfg,
             );
             let mut m = Model {
-                boxes: vec![None; CAP],
+                m: BroadModel::new(CAP).lazy(),
                 room: s.records.min(CAP),
             };
             for op in &ops {

@@ -330,11 +330,22 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u
 
     /// [`BroadPhase::update_many`] on the incremental path of
     /// [`update_all`](Self::update_all): every id and box passes the checks
-    /// of [`BroadPhase::update`] first, in order, then every box moves.
-    /// Moving cannot fail once checked, so on error nothing has changed.
+    /// of [`BroadPhase::update`] first, then every box moves. The checks go
+    /// in the trait's order: ids and box validity over the whole batch, then
+    /// the grid's range rule, so a bad box anywhere in the batch wins over a
+    /// box out of range before it. Moving cannot fail once checked, so on
+    /// error nothing has changed.
     pub(super) fn update_batch(&mut self, updates: &[(u32, B)]) -> Result<(), Error> {
         for (id, b) in updates {
             let k = self.stored_key(*id)?;
+            if k == KEY_UNBOUNDED {
+                Self::check_unbounded(b)?;
+            } else {
+                b.check()?;
+            }
+        }
+        for (id, b) in updates {
+            let k = self.slots.as_ref()[*id as usize].key;
             self.check_update(k, b)?;
         }
         for &(id, b) in updates {
@@ -455,6 +466,14 @@ mod tests {
                 Err(Error::UnknownId { id: 3 })
             );
             assert_eq!(g.get(1), Some(cube(0.5)));
+            // The trait's order: a bad box anywhere in the batch wins over a
+            // box out of range before it.
+            let nan = Aabb3 {
+                min: Vec3::new(f32::NAN, 0.0, 0.0),
+                max: Vec3::new(1.0, 1.0, 1.0),
+            };
+            assert_eq!(g.update_many(&[(2, far), (1, nan)]), Err(Error::NonFinite));
+            assert_eq!((g.get(1), g.get(2)), (Some(cube(0.5)), Some(cube(5.0))));
             g.validate().unwrap();
             let mut pairs = 0;
             g.for_each_overlap(|_, _| pairs += 1).unwrap();
