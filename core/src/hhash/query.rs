@@ -1,0 +1,280 @@
+//! Box queries: candidates of a box (raw or exact), the single-point query,
+//! and the inspection of a query's walk (visited cells, bucket contents,
+//! keys, work counts).
+
+use crate::error::Error;
+use crate::geom::{BoundingBox, Point};
+use crate::storage::Storage;
+
+use super::config::shr;
+use super::{
+    Candidates, ClassHash, EMPTY_LEVEL, FLAG, HashBucket, HashEntry, HashSlot, INSPECT_LIMIT, NONE,
+    PARTICLE, STAMP_MASK, Scheme,
+};
+
+/// One cell a query visited, for inspection (Fig. 3's retrieval paths).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct CellVisit {
+    /// Class level of the cell.
+    pub level: u32,
+    /// Integer cell coordinates at that level (`[x, y, 0]` in 2D).
+    pub cell: [i32; 3],
+    /// The cell's key before reduction to the table length.
+    pub key: u32,
+    /// The bucket's `hasChildren` flag (always `false` in multilevel
+    /// hashing).
+    pub has_children: bool,
+}
+
+/// Work counted by [`ClassHash::query_counts`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct QueryCounts {
+    /// Cells whose bucket was read (buckets with the current stamp).
+    pub cells: u64,
+    /// Object entries retrieved ([`Candidates::Raw`]).
+    pub raw: u64,
+    /// Raw entries whose object is not stored in the visited cell (hash
+    /// collisions with other cells or classes).
+    pub collisions: u64,
+    /// Objects that overlap the query ([`Candidates::Exact`]).
+    pub exact: u64,
+}
+
+impl<S, B, Sl, Bk, En, Pt> ClassHash<S, B, Sl, Bk, En, Pt>
+where
+    S: Scheme,
+    B: BoundingBox,
+    Sl: Storage<HashSlot<B>>,
+    Bk: Storage<HashBucket>,
+    En: Storage<HashEntry>,
+    Pt: Storage<B::Point>,
+{
+    /// `true` if the object in `slot` (of level `l`), overlapping a query
+    /// whose lower corner is in base cell `qlo`, is reported from cell
+    /// `cell`: the cell of its class holding the lowest corner of the
+    /// overlap. That corner is `max(q.min, b.min)`, and the cell function is
+    /// monotone, so its cell is the maximum of the two corners' cells.
+    #[inline(always)]
+    pub(super) fn canonical(qlo: &[i32; 3], slot: &HashSlot<B>, l: u32, cell: &[i32; 3]) -> bool {
+        (0..B::Point::DIM).all(|k| (qlo[k].max(slot.lo[k]) >> l) == cell[k])
+    }
+
+    /// `true` if object `b` of level `lb` is stored in cell `cell` of level
+    /// `l`.
+    pub(super) fn stored_in(&self, b: &B, lb: u32, l: u32, cell: &[i32; 3]) -> bool {
+        if lb != l {
+            return false;
+        }
+        let (lo, hi) = self.config.query_range(b);
+        let (lo, hi) = (shr(&lo, l), shr(&hi, l));
+        (0..B::Point::DIM).all(|k| lo[k] <= cell[k] && cell[k] <= hi[k])
+    }
+
+    /// Object candidates of `q` from cells of level at least `stop`; for
+    /// exact mode, `keep(id, level)` further filters (pair enumeration).
+    #[inline(always)]
+    pub(super) fn candidates_in<F: FnMut(u32)>(
+        &self,
+        q: &B,
+        stop: u32,
+        mode: Candidates,
+        mut keep: impl FnMut(u32, u32) -> bool,
+        mut f: F,
+    ) {
+        let (lo, hi) = self.config.query_range(q);
+        let slots = self.slots.as_ref();
+        if self.too_many_cells(&lo, &hi, stop) {
+            // Scanning the slots is cheaper than walking the cells.
+            for (id, s) in slots.iter().enumerate() {
+                let id = id as u32;
+                if s.level == EMPTY_LEVEL || s.level < stop {
+                    continue;
+                }
+                let hit = match mode {
+                    Candidates::Raw => true,
+                    Candidates::Exact => keep(id, s.level) && s.aabb.overlaps(q),
+                };
+                if hit {
+                    f(id);
+                }
+            }
+            return;
+        }
+        self.traverse(&lo, &hi, stop, |li, cell, _key, b| {
+            let l = self.order[li as usize] as u32;
+            let mut prev = NONE;
+            for id in self.entries(b) {
+                if id & PARTICLE != 0 {
+                    continue;
+                }
+                match mode {
+                    Candidates::Raw => f(id),
+                    // An object whose cells share this bucket has adjacent
+                    // entries here (it pushed them in one go): one is enough.
+                    Candidates::Exact if id == prev => {}
+                    Candidates::Exact => {
+                        prev = id;
+                        let s = &slots[id as usize];
+                        if s.level == l
+                            && keep(id, s.level)
+                            && s.aabb.overlaps(q)
+                            && Self::canonical(&lo, s, l, cell)
+                        {
+                            f(id);
+                        }
+                    }
+                }
+            }
+        });
+    }
+
+    /// Calls `f(id)` for the object candidates of the box `q` (see
+    /// [`Candidates`]); with `Raw` an id may come several times.
+    ///
+    /// # Errors
+    /// [`Error::NonFinite`], [`Error::InvertedBox`] for a bad query box.
+    pub fn for_each_candidate<F: FnMut(u32)>(
+        &mut self,
+        q: &B,
+        mode: Candidates,
+        f: F,
+    ) -> Result<(), Error> {
+        q.check()?;
+        self.refresh();
+        self.candidates_in(q, 0, mode, |_, _| true, f);
+        Ok(())
+    }
+
+    /// Like [`for_each_candidate`](Self::for_each_candidate) on a table that
+    /// is up to date (after [`rehash`](Self::rehash) or any `&mut` query),
+    /// from a shared reference; `Err(StaleTable)` if it is stale.
+    ///
+    /// # Errors
+    /// As [`for_each_candidate`](Self::for_each_candidate), and
+    /// [`Error::StaleTable`] on a stale table.
+    pub fn candidates<F: FnMut(u32)>(&self, q: &B, mode: Candidates, f: F) -> Result<(), Error> {
+        q.check()?;
+        if self.stale {
+            return Err(Error::StaleTable);
+        }
+        self.candidates_in(q, 0, mode, |_, _| true, f);
+        Ok(())
+    }
+
+    /// The single-point top-down query of §3.3 (Fig. 3): calls `f(id)` for
+    /// every object entry in the cells on the point's path, from the largest
+    /// class down until a cell has no children (all classes in multilevel
+    /// hashing). Duplicates and hash-collision candidates included.
+    ///
+    /// # Errors
+    /// [`Error::NonFinite`].
+    pub fn point_candidates<F: FnMut(u32)>(&mut self, p: B::Point, f: F) -> Result<(), Error> {
+        if !p.is_finite() {
+            return Err(Error::NonFinite);
+        }
+        let q = B::try_new(p, p)?;
+        self.for_each_candidate(&q, Candidates::Raw, f)
+    }
+
+    /// Calls `f` for every cell the query of box `q` visits (whose bucket
+    /// holds data of the current step), in visiting order.
+    ///
+    /// # Errors
+    /// [`Error::NonFinite`], [`Error::InvertedBox`]; [`Error::OutOfRange`]
+    /// when the walk could visit more than [`INSPECT_LIMIT`] cells.
+    pub fn for_each_visited_cell<F: FnMut(CellVisit)>(
+        &mut self,
+        q: &B,
+        mut f: F,
+    ) -> Result<(), Error> {
+        q.check()?;
+        self.refresh();
+        let (lo, hi) = self.config.query_range(q);
+        if self.walk_exceeds(&lo, &hi, 0, INSPECT_LIMIT) {
+            return Err(Error::OutOfRange);
+        }
+        let table = self.table.as_ref();
+        self.traverse(&lo, &hi, 0, |li, cell, key, b| {
+            f(CellVisit {
+                level: self.order[li as usize] as u32,
+                cell: *cell,
+                key,
+                has_children: S::HIERARCHICAL && table[b].tag & FLAG != 0,
+            })
+        });
+        Ok(())
+    }
+
+    /// The ids stored in the bucket of cell `cell` at class level `level`
+    /// (all entries of the bucket, particles with bit 31 set), and its
+    /// `hasChildren` flag; `None` if no class has that level or the bucket
+    /// holds nothing of the current step.
+    pub fn cell_contents<F: FnMut(u32)>(
+        &mut self,
+        level: u32,
+        cell: [i32; 3],
+        mut f: F,
+    ) -> Option<bool> {
+        self.refresh();
+        if self.stamp == 0 {
+            return None;
+        }
+        let li = self.level_index(level)?;
+        let key = self.key_of(li, &cell);
+        let b = self.bucket_of(key);
+        let bucket = self.table.as_ref()[b];
+        if bucket.tag & STAMP_MASK != self.stamp {
+            return None;
+        }
+        for id in self.entries(b) {
+            f(id);
+        }
+        Some(S::HIERARCHICAL && bucket.tag & FLAG != 0)
+    }
+
+    /// The key of cell `cell` at class level `level` (before reduction to
+    /// the table length): `h^c` for multilevel hashing, `h^k + … + h^c` for
+    /// hierarchical hashing, where `h^c` includes the class salt (see the
+    /// [module](self) docs).
+    pub fn key(&self, level: u32, cell: [i32; 3]) -> Option<u32> {
+        self.level_index(level).map(|li| self.key_of(li, &cell))
+    }
+
+    /// Counts the work of querying box `q` (see [`QueryCounts`]).
+    ///
+    /// # Errors
+    /// [`Error::NonFinite`], [`Error::InvertedBox`]; [`Error::OutOfRange`]
+    /// when the walk could visit more than [`INSPECT_LIMIT`] cells.
+    pub fn query_counts(&mut self, q: &B) -> Result<QueryCounts, Error> {
+        q.check()?;
+        self.refresh();
+        let mut n = QueryCounts::default();
+        let (lo, hi) = self.config.query_range(q);
+        if self.walk_exceeds(&lo, &hi, 0, INSPECT_LIMIT) {
+            return Err(Error::OutOfRange);
+        }
+        let slots = self.slots.as_ref();
+        self.traverse(&lo, &hi, 0, |li, cell, _, b| {
+            n.cells += 1;
+            let l = self.order[li as usize] as u32;
+            let mut prev = NONE;
+            for id in self.entries(b) {
+                if id & PARTICLE != 0 {
+                    continue;
+                }
+                n.raw += 1;
+                let s = &slots[id as usize];
+                let repeat = id == prev;
+                prev = id;
+                if !self.stored_in(&s.aabb, s.level, l, cell) || repeat {
+                    n.collisions += 1;
+                } else if s.aabb.overlaps(q) && Self::canonical(&lo, s, l, cell) {
+                    n.exact += 1;
+                }
+            }
+        });
+        Ok(n)
+    }
+}
