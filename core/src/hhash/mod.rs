@@ -116,12 +116,9 @@ pub use crate::cell::HHASH_RANGE_CELLS;
 /// Largest number of objects or particles (ids use 31 bits).
 pub const MAX_ELEMENTS: usize = 1 << 31;
 
-const NONE: u32 = u32::MAX;
 const FLAG: u32 = 1 << 31;
 const STAMP_MASK: u32 = FLAG - 1;
 const PARTICLE: u32 = 1 << 31;
-const EMPTY_LEVEL: u32 = u32::MAX;
-const GOLDEN: u32 = 0x9E37_79B9;
 
 /// Most cells the inspection walks ([`ClassHash::query_counts`],
 /// [`ClassHash::for_each_visited_cell`]) may visit (2²⁶).
@@ -232,7 +229,7 @@ where
     /// Levels in use, largest first.
     order: [u8; 32],
     n_levels: u32,
-    /// `32 - log2(T)`: bucket = top bits of `key · GOLDEN`.
+    /// `32 - log2(T)`: bucket = [`fibonacci_slot`](crate::table)`(key, shift)`.
     shift: u32,
     stamp: u32,
     /// Pool entries written since the last rebuild.

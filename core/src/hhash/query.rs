@@ -5,11 +5,12 @@
 use crate::error::Error;
 use crate::geom::{BoundingBox, Point};
 use crate::storage::Storage;
+use crate::table::NONE;
 
 use super::config::shr;
 use super::{
-    Candidates, ClassHash, EMPTY_LEVEL, FLAG, HashBucket, HashEntry, HashSlot, INSPECT_LIMIT, NONE,
-    PARTICLE, STAMP_MASK, Scheme,
+    Candidates, ClassHash, FLAG, HashBucket, HashEntry, HashSlot, INSPECT_LIMIT, PARTICLE,
+    STAMP_MASK, Scheme,
 };
 
 /// One cell a query visited, for inspection (Fig. 3's retrieval paths).
@@ -89,7 +90,7 @@ where
             // Scanning the slots is cheaper than walking the cells.
             for (id, s) in slots.iter().enumerate() {
                 let id = id as u32;
-                if s.level == EMPTY_LEVEL || s.level < stop {
+                if s.level == NONE || s.level < stop {
                     continue;
                 }
                 let hit = match mode {

@@ -4,14 +4,16 @@
 use crate::error::Error;
 use crate::geom::BoundingBox;
 use crate::storage::Storage;
+use crate::table::{FIBONACCI, NONE, fibonacci_slot};
 use crate::traits::BroadPhase;
 
 use super::config::{HashConfig, advance, cell_hash, shr};
-use super::{Candidates, ClassHash, EMPTY_LEVEL, FLAG, GOLDEN, NONE, PARTICLE, STAMP_MASK, Scheme};
+use super::{Candidates, ClassHash, FLAG, PARTICLE, STAMP_MASK, Scheme};
 
-/// One object id's slot: its box, its class level (`u32::MAX` when the id
-/// is not stored) and the base cell of its lower corner (so that the
-/// exact-mode filter is integer arithmetic).
+/// One object id's slot: its box, its class level
+/// ([`NONE`](crate::table::NONE) when the id is not stored) and the base
+/// cell of its lower corner (so that the exact-mode filter is integer
+/// arithmetic).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -54,7 +56,7 @@ impl<B: BoundingBox> HashSlot<B> {
     /// An unused slot.
     pub const EMPTY: Self = Self {
         aabb: B::NAN,
-        level: EMPTY_LEVEL,
+        level: NONE,
         lo: [0; 3],
     };
 
@@ -68,7 +70,7 @@ impl<B: BoundingBox> HashSlot<B> {
 
     #[inline(always)]
     pub(super) fn get(&self) -> Option<B> {
-        (self.level != EMPTY_LEVEL).then_some(self.aabb)
+        (self.level != NONE).then_some(self.aabb)
     }
 }
 
@@ -127,14 +129,14 @@ where
 
     #[inline(always)]
     pub(super) fn bucket_of(&self, key: u32) -> usize {
-        ((key.wrapping_mul(GOLDEN) as u64) >> self.shift) as usize
+        fibonacci_slot(key, self.shift) as usize
     }
 
     /// `h^c` of a cell of level `l`: the spatial hash of its coordinates
     /// plus a salt of its class.
     #[inline(always)]
     pub(super) fn h(c: &[i32; 3], l: u32) -> u32 {
-        cell_hash::<B::Point>(c).wrapping_add(l.wrapping_mul(GOLDEN))
+        cell_hash::<B::Point>(c).wrapping_add(l.wrapping_mul(FIBONACCI))
     }
 
     /// The key of a cell of level `order[li]` whose base-cell coordinates
@@ -253,7 +255,7 @@ where
     pub(super) fn rebuild(&mut self) {
         self.new_step();
         for id in 0..self.slots.as_ref().len() as u32 {
-            if self.slots.as_ref()[id as usize].level != EMPTY_LEVEL {
+            if self.slots.as_ref()[id as usize].level != NONE {
                 self.put_object(id);
             }
         }

@@ -3,8 +3,9 @@
 
 use crate::geom::BoundingBox;
 use crate::storage::Storage;
+use crate::table::NONE;
 
-use super::{Candidates, ClassHash, EMPTY_LEVEL, HashBucket, HashEntry, HashSlot, Scheme};
+use super::{Candidates, ClassHash, HashBucket, HashEntry, HashSlot, Scheme};
 
 impl<S, B, Sl, Bk, En, Pt> ClassHash<S, B, Sl, Bk, En, Pt>
 where
@@ -23,7 +24,7 @@ where
         self.refresh();
         let slots = self.slots.as_ref();
         for (a, sa) in slots.iter().enumerate() {
-            if sa.level == EMPTY_LEVEL {
+            if sa.level == NONE {
                 continue;
             }
             let a = a as u32;

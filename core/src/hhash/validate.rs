@@ -4,12 +4,10 @@
 use crate::error::{Corruption, Validate, ensure};
 use crate::geom::{BoundingBox, Point};
 use crate::storage::Storage;
+use crate::table::NONE;
 
 use super::config::{advance, shr};
-use super::{
-    ClassHash, EMPTY_LEVEL, FLAG, HashBucket, HashEntry, HashSlot, NONE, PARTICLE, STAMP_MASK,
-    Scheme,
-};
+use super::{ClassHash, FLAG, HashBucket, HashEntry, HashSlot, PARTICLE, STAMP_MASK, Scheme};
 
 impl<S, B, Sl, Bk, En, Pt> ClassHash<S, B, Sl, Bk, En, Pt>
 where
@@ -151,7 +149,7 @@ where
                     ensure(
                         slots
                             .get(entry.id as usize)
-                            .is_some_and(|s| s.level != EMPTY_LEVEL),
+                            .is_some_and(|s| s.level != NONE),
                         w,
                         "object entry is stored",
                     )?;
@@ -180,7 +178,7 @@ where
         // Every element is in the bucket of each of its cells, and (in
         // hierarchical hashing) every bucket above it is flagged.
         for (id, s) in slots.iter().enumerate() {
-            if s.level == EMPTY_LEVEL {
+            if s.level == NONE {
                 continue;
             }
             let l = s.level;
