@@ -78,7 +78,7 @@ fn check_queries<S: Scheme, B: BoundingBox>(
         let want = brute_query(model, &q);
         assert_eq!(got, want, "{what}: query {q:?}");
         let mut raw = Vec::new();
-        h.for_each_candidate(&q, Candidates::Raw, |id| raw.push(id))
+        h.query_candidates(&q, Candidates::Raw, |id| raw.push(id))
             .unwrap();
         raw.sort_unstable();
         raw.dedup();
@@ -98,7 +98,7 @@ fn check_queries<S: Scheme, B: BoundingBox>(
         }
         // The shared-reference query of an up-to-date table agrees.
         let mut shared = Vec::new();
-        h.candidates(&q, Candidates::Exact, |id| shared.push(id))
+        h.query_candidates_ready(&q, Candidates::Exact, |id| shared.push(id))
             .unwrap();
         shared.sort_unstable();
         assert_eq!(shared, want, "{what}: shared query");

@@ -297,7 +297,7 @@ fn run<S: Scheme, B: TestBox>(
                     .collect();
                 prop_assert_eq!(&got, &want);
                 let mut raw = Vec::new();
-                h.for_each_candidate(&q, Candidates::Raw, |id| raw.push(id))
+                h.query_candidates(&q, Candidates::Raw, |id| raw.push(id))
                     .unwrap();
                 prop_assert!(want.iter().all(|id| raw.contains(id)));
             }

@@ -265,7 +265,7 @@ trait BoxQuery {
 impl<S: Scheme> BoxQuery for H2<S> {
     #[inline(always)]
     fn each(&self, q: &Aabb2, f: impl FnMut(u32)) {
-        self.candidates(q, Candidates::Exact, f).expect("query");
+        self.query_candidates_ready(q, Candidates::Exact, f).expect("query");
     }
 }
 
@@ -558,7 +558,7 @@ fn bp_write(md: &mut String, sz: &Sizes, s: &BpSection) {
          before timing, never again thanks to its timestamps), or building the item `Vec` and \
          `RTree::bulk_load` (rstar); median of 5 batches of `⌈65536 / N⌉` cycles, per cycle. \
          *Query*: for every segment, its box (`segment_box`, precomputed) is queried for exact \
-         candidates (hash: `candidates(q, Candidates::Exact, ..)` on a fresh table; rstar: \
+         candidates (hash: `query_candidates_ready(q, Candidates::Exact, ..)` on a fresh table; rstar: \
          `locate_in_envelope_intersecting`), then `segment_hits` against each candidate is the \
          narrow phase; median of {} passes ({} at N > {TABLE_N}), the three structures taking \
          turns (round robin, the first of each round rotating). Both hashes use \
@@ -1464,7 +1464,7 @@ impl<S: Scheme> Len3<S> {
         let (e, t) = timed(|| {
             let mut e = 0u64;
             for p in paths {
-                h.candidates(p, Candidates::Exact, |_| e += 1)
+                h.query_candidates_ready(p, Candidates::Exact, |_| e += 1)
                     .expect("query");
             }
             e

@@ -76,11 +76,21 @@
 //!
 //! # Exactness
 //!
-//! Hash collisions put unrelated elements in one bucket; the raw candidate
-//! set ([`Candidates::Raw`]) keeps them, as the paper's does. The exact mode
-//! reports an object only from the one visited cell that holds the lowest
-//! corner of its overlap with the query box, in the object's own class, so
-//! each overlapping object is reported once and only overlapping ones are.
+//! Candidate queries take the crate's [`Candidates`] mode:
+//!
+//! * [`Candidates::Raw`]: every object entry of every visited bucket, as the
+//!   paper's retrieval: an object stored in several visited cells comes
+//!   several times, and hash collisions put unrelated objects in a bucket.
+//!   (A query box covering more cells than [`SCAN_FACTOR`] allows scans the
+//!   slots instead and reports every stored object once.)
+//! * [`Candidates::Unique`]: each object at most once, by integer tests
+//!   only: an object is reported only from a visited cell of its own class
+//!   that holds the lowest corner of the (cell-rounded) overlap of its box
+//!   with the query box. A superset of the exact answer (collisions and
+//!   boxes that share cells with the query without overlapping it remain).
+//! * [`Candidates::Exact`]: `Unique` plus the box overlap test, so each
+//!   overlapping object is reported once and only overlapping ones are.
+//!
 //! Particles have a single entry; a neighbour is reported from the cell that
 //! holds it. Cell coordinates come from monotone `f32` arithmetic, so the
 //! cells of a query box's corners bound the cells of everything overlapping
@@ -99,6 +109,8 @@ mod walk;
 pub use config::HashConfig;
 pub use query::{CellVisit, QueryCounts};
 pub use stats::HashStats;
+
+pub use crate::traits::Candidates;
 pub use table::{HashBucket, HashEntry, HashSlot};
 
 use core::marker::PhantomData;
@@ -170,20 +182,6 @@ pub type HierarchicalHash<B, Sl, Bk, En, Pt> = ClassHash<Hierarchical, B, Sl, Bk
 
 /// Multilevel hashing over caller buffers (see the [module](self) docs).
 pub type MultilevelHash<B, Sl, Bk, En, Pt> = ClassHash<Multilevel, B, Sl, Bk, En, Pt>;
-
-/// What a candidate query reports.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum Candidates {
-    /// Every object entry of every visited bucket: duplicates (an object
-    /// stored in several visited cells) and hash-collision false candidates
-    /// included. This is the candidate retrieval the paper measures. (A
-    /// query box covering more cells than [`SCAN_FACTOR`] allows scans the
-    /// slots instead and reports every stored object once.)
-    Raw,
-    /// Objects whose boxes overlap, each once.
-    Exact,
-}
 
 /// Hierarchical ([`Hierarchical`]) or multilevel ([`Multilevel`]) hashing
 /// over caller buffers: objects by id ([`BroadPhase`]) and particles

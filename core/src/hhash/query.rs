@@ -73,8 +73,8 @@ where
         (0..B::Point::DIM).all(|k| lo[k] <= cell[k] && cell[k] <= hi[k])
     }
 
-    /// Object candidates of `q` from cells of level at least `stop`; for
-    /// exact mode, `keep(id, level)` further filters (pair enumeration).
+    /// Object candidates of `q` from cells of level at least `stop`; except
+    /// in raw mode, `keep(id, level)` further filters (pair enumeration).
     #[inline(always)]
     pub(super) fn candidates_in<F: FnMut(u32)>(
         &self,
@@ -95,6 +95,7 @@ where
                 }
                 let hit = match mode {
                     Candidates::Raw => true,
+                    Candidates::Unique => keep(id, s.level),
                     Candidates::Exact => keep(id, s.level) && s.aabb.overlaps(q),
                 };
                 if hit {
@@ -114,13 +115,13 @@ where
                     Candidates::Raw => f(id),
                     // An object whose cells share this bucket has adjacent
                     // entries here (it pushed them in one go): one is enough.
-                    Candidates::Exact if id == prev => {}
-                    Candidates::Exact => {
+                    Candidates::Unique | Candidates::Exact if id == prev => {}
+                    Candidates::Unique | Candidates::Exact => {
                         prev = id;
                         let s = &slots[id as usize];
                         if s.level == l
                             && keep(id, s.level)
-                            && s.aabb.overlaps(q)
+                            && (mode == Candidates::Unique || s.aabb.overlaps(q))
                             && Self::canonical(&lo, s, l, cell)
                         {
                             f(id);
@@ -136,7 +137,7 @@ where
     ///
     /// # Errors
     /// [`Error::NonFinite`], [`Error::InvertedBox`] for a bad query box.
-    pub fn for_each_candidate<F: FnMut(u32)>(
+    pub fn query_candidates<F: FnMut(u32)>(
         &mut self,
         q: &B,
         mode: Candidates,
@@ -148,14 +149,19 @@ where
         Ok(())
     }
 
-    /// Like [`for_each_candidate`](Self::for_each_candidate) on a table that
+    /// Like [`query_candidates`](Self::query_candidates) on a table that
     /// is up to date (after [`rehash`](Self::rehash) or any `&mut` query),
     /// from a shared reference; `Err(StaleTable)` if it is stale.
     ///
     /// # Errors
-    /// As [`for_each_candidate`](Self::for_each_candidate), and
+    /// As [`query_candidates`](Self::query_candidates), and
     /// [`Error::StaleTable`] on a stale table.
-    pub fn candidates<F: FnMut(u32)>(&self, q: &B, mode: Candidates, f: F) -> Result<(), Error> {
+    pub fn query_candidates_ready<F: FnMut(u32)>(
+        &self,
+        q: &B,
+        mode: Candidates,
+        f: F,
+    ) -> Result<(), Error> {
         q.check()?;
         if self.stale {
             return Err(Error::StaleTable);
@@ -176,7 +182,7 @@ where
             return Err(Error::NonFinite);
         }
         let q = B::try_new(p, p)?;
-        self.for_each_candidate(&q, Candidates::Raw, f)
+        self.query_candidates(&q, Candidates::Raw, f)
     }
 
     /// Calls `f` for every cell the query of box `q` visits (whose bucket
@@ -277,5 +283,96 @@ where
             }
         });
         Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::geom::{Aabb2, BoundingBox, Vec2};
+    use crate::hhash::{
+        Candidates, HashBucket, HashConfig, HashEntry, HashSlot, Hierarchical, Multilevel, Scheme,
+    };
+    use crate::traits::BroadPhase;
+
+    type H<S> = super::ClassHash<
+        S,
+        Aabb2,
+        [HashSlot<Aabb2>; 32],
+        [HashBucket; 16],
+        [HashEntry; 512],
+        [Vec2; 0],
+    >;
+
+    fn boxes() -> [Aabb2; 12] {
+        let mut out = [Aabb2::new(Vec2::ZERO, Vec2::ZERO).unwrap(); 12];
+        for (i, b) in out.iter_mut().enumerate() {
+            let x = (i % 4) as f32 * 1.7 - 2.0;
+            let y = (i / 4) as f32 * 2.3 - 1.5;
+            let e = 0.3 + (i % 5) as f32 * 1.1;
+            *b = Aabb2::new(Vec2::new(x, y), Vec2::new(x + e, y + 0.5 * e)).unwrap();
+        }
+        out
+    }
+
+    /// `Unique` reports each id at most once, contains every `Exact` id and
+    /// only ids `Raw` retrieves; pairs likewise. A 16-bucket table forces
+    /// collisions.
+    #[allow(clippy::needless_range_loop)]
+    fn unique_between_raw_and_exact<S: Scheme>() {
+        let config =
+            HashConfig::<Vec2>::from_sizes(0.5, boxes().iter().map(|b| b.longest_edge())).unwrap();
+        let mut h = H::<S>::new(
+            [HashSlot::EMPTY; 32],
+            [HashBucket::EMPTY; 16],
+            [HashEntry::EMPTY; 512],
+            [],
+            config,
+        );
+        for (i, b) in boxes().iter().enumerate() {
+            h.insert(i as u32, *b).unwrap();
+        }
+        let queries = [
+            Aabb2::new(Vec2::new(-1.0, -1.0), Vec2::new(1.0, 0.5)).unwrap(),
+            Aabb2::new(Vec2::new(0.2, 0.2), Vec2::new(0.2, 0.2)).unwrap(),
+            Aabb2::new(Vec2::new(-9.0, -9.0), Vec2::new(9.0, 9.0)).unwrap(),
+        ];
+        for q in &queries {
+            let mut seen = [[0u32; 32]; 3];
+            for (m, mode) in [Candidates::Raw, Candidates::Unique, Candidates::Exact]
+                .into_iter()
+                .enumerate()
+            {
+                h.query_candidates(q, mode, |id| seen[m][id as usize] += 1)
+                    .unwrap();
+            }
+            for id in 0..32 {
+                let [raw, unique, exact] = [seen[0][id], seen[1][id], seen[2][id]];
+                assert!(unique <= 1 && exact <= 1, "{id}");
+                assert!(exact <= unique && (unique == 0 || raw > 0), "{id}");
+                let overlaps = h.get(id as u32).is_some_and(|b| b.overlaps(q));
+                assert_eq!(exact == 1, overlaps, "{id}");
+            }
+        }
+        let mut pairs = [[[0u32; 32]; 32]; 2];
+        for (m, mode) in [Candidates::Unique, Candidates::Exact]
+            .into_iter()
+            .enumerate()
+        {
+            h.for_each_candidate_pair(mode, |a, b| {
+                pairs[m][a.min(b) as usize][a.max(b) as usize] += 1
+            });
+        }
+        for a in 0..32 {
+            for b in 0..32 {
+                let [unique, exact] = [pairs[0][a][b], pairs[1][a][b]];
+                assert!(unique <= 1 && exact <= unique, "{a} {b}");
+            }
+        }
+    }
+
+    #[test]
+    fn unique_is_between_raw_and_exact() {
+        unique_between_raw_and_exact::<Hierarchical>();
+        unique_between_raw_and_exact::<Multilevel>();
     }
 }

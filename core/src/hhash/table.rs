@@ -373,7 +373,7 @@ where
     }
 
     fn query<F: FnMut(u32)>(&mut self, aabb: &B, f: F) -> Result<(), Error> {
-        self.for_each_candidate(aabb, Candidates::Exact, f)
+        self.query_candidates(aabb, Candidates::Exact, f)
     }
 }
 
