@@ -8,7 +8,8 @@
 
 use spatium::hhash::{Candidates, HashConfig, Hierarchical, Multilevel, Scheme};
 use spatium::{
-    Aabb2, Aabb3, BoundingBox, BroadPhase, Error, NeighborSearch, Point, Validate, Vec2, Vec3,
+    Aabb2, Aabb3, BoundingBox, BroadPhase, Error, Inspect, NeighborSearch, Point, Validate, Vec2,
+    Vec3,
 };
 use spatium_host::make::{self, VecClassHash};
 use spatium_host::oracle::{

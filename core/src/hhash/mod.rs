@@ -382,14 +382,6 @@ where
         self.pool.as_ref().len()
     }
 
-    /// Bytes of the four buffers (the formula of the [module](self) docs).
-    pub fn memory_bytes(&self) -> usize {
-        core::mem::size_of_val(self.slots.as_ref())
-            + core::mem::size_of_val(self.table.as_ref())
-            + core::mem::size_of_val(self.pool.as_ref())
-            + core::mem::size_of_val(self.particles.as_ref())
-    }
-
     /// The class level of a stored object.
     pub fn class_of_id(&self, id: u32) -> Option<u32> {
         let s = self.slots.as_ref().get(id as usize)?;

@@ -244,12 +244,28 @@ where
         self.put(li, &c, i | PARTICLE);
     }
 
-    /// Rehashes everything if the table is stale.
-    pub(super) fn refresh(&mut self) {
+    /// Rehashes every stored element if the table is stale, that is if an
+    /// update, a removal, a configuration change or a full pool left it
+    /// behind the slots; a no-op otherwise (and before first use, when
+    /// nothing is stored).
+    ///
+    /// Queries through `&mut self` do this themselves; call it before
+    /// [`query_candidates_ready`] (which refuses a stale table) and before
+    /// [`Inspect::stats`](crate::Inspect::stats) to see the current
+    /// contents. Cost: as [`rehash`](Self::rehash) when stale,
+    /// `O(1)` otherwise.
+    ///
+    /// [`query_candidates_ready`]: Self::query_candidates_ready
+    pub fn refresh(&mut self) {
         // Before first use (stamp 0) nothing is stored.
         if self.stale && self.stamp != 0 {
             self.rebuild();
         }
+    }
+
+    /// `true` if the table lags the slots (see [`refresh`](Self::refresh)).
+    pub fn is_stale(&self) -> bool {
+        self.stale
     }
 
     pub(super) fn rebuild(&mut self) {
