@@ -258,12 +258,34 @@ where
 {
     /// An empty structure over `slots` (all [`HashSlot::EMPTY`]; its length
     /// is the object id capacity), a table of `T` buckets (a power of two up
-    /// to 2³¹; contents ignored, swept at first use), an entry pool and a
+    /// to 2³¹; contents ignored, swept at first use), an entry pool (its
+    /// length bounds the cells stored, see [`HashConfig::entries_for`]) and a
     /// particle buffer (its length is the particle capacity; may be empty).
     ///
-    /// A `const fn`, so a fixed-size instance can be a `static`. The table
-    /// length is checked at the first insert, build or rehash
-    /// ([`Error::InvalidTableLength`]).
+    /// A `const fn` that never fails, so a fixed-size instance can be a
+    /// `static`. The table length is checked at the first insert, build or
+    /// rehash, which refuse a bad one with [`Error::InvalidTableLength`];
+    /// [`new_checked`](Self::new_checked) refuses it now. `O(1)`: the table
+    /// is swept at first use (`O(T)`).
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use spatium::hhash::*;
+    /// use spatium::{Aabb3, BroadPhase, Vec3};
+    ///
+    /// // A `static`-ready instance: 16 ids, 256 buckets, 128 entries and
+    /// // no particles.
+    /// let mut h = MultilevelHash::<Aabb3, _, _, _, _>::new(
+    ///     [HashSlot::EMPTY; 16],
+    ///     [HashBucket::EMPTY; 256],
+    ///     [HashEntry::EMPTY; 128],
+    ///     [Vec3::ZERO; 0],
+    ///     HashConfig::new(0.5, 0b111).unwrap(), // classes 0.5, 1 and 2
+    /// );
+    /// h.insert(3, Aabb3::new(Vec3::ZERO, Vec3::new(1.5, 0.2, 0.2)).unwrap()).unwrap();
+    /// assert_eq!(h.class_of_id(3), Some(2));
+    /// ```
     pub const fn new(
         slots: Sl,
         table: Bk,
@@ -294,9 +316,65 @@ where
         }
     }
 
+    /// As [`new`](Self::new), with the table length checked now rather than
+    /// at the first insert, build or rehash. `O(1)`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidTableLength`] unless the table's length is a power of
+    /// two in `1..=2³¹` (the error the first use of [`new`](Self::new)'s
+    /// structure gives).
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use spatium::hhash::*;
+    /// use spatium::{Aabb2, Error, Vec2};
+    ///
+    /// let bad = HierarchicalHash::<Aabb2, _, _, _, _>::new_checked(
+    ///     [HashSlot::EMPTY; 4],
+    ///     [HashBucket::EMPTY; 100], // not a power of two
+    ///     [HashEntry::EMPTY; 16],
+    ///     [Vec2::ZERO; 0],
+    ///     HashConfig::DEFAULT,
+    /// );
+    /// assert!(matches!(bad, Err(Error::InvalidTableLength { len: 100 })));
+    /// ```
+    pub fn new_checked(
+        slots: Sl,
+        table: Bk,
+        pool: En,
+        particles: Pt,
+        config: HashConfig<B::Point>,
+    ) -> Result<Self, Error> {
+        crate::table::table_mask(table.as_ref().len())?;
+        Ok(Self::new(slots, table, pool, particles, config))
+    }
+
     /// A structure for neighbour search alone whose smallest class follows
-    /// the radius of each [`NeighborSearch::build`]; `extra_levels` are kept
-    /// above it (hierarchical pruning of empty space).
+    /// the radius of each [`NeighborSearch::build`]; `extra_levels` (bit
+    /// `c`: the class of `2^c` radii) are kept above it, to prune empty
+    /// space in hierarchical hashing. A `const fn` that never fails, like
+    /// [`new`](Self::new). `O(1)`.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use spatium::hhash::*;
+    /// use spatium::{Aabb3, NeighborSearch, Vec3};
+    ///
+    /// let mut h = HierarchicalHash::<Aabb3, _, _, _, _>::for_particles(
+    ///     [HashSlot::EMPTY; 0], // no objects
+    ///     [HashBucket::EMPTY; 64],
+    ///     [HashEntry::EMPTY; 8],
+    ///     [Vec3::ZERO; 8],
+    ///     0b1100, // classes of 4 and 8 radii above the radius class
+    /// );
+    /// let pts = [Vec3::ZERO, Vec3::new(0.3, 0.0, 0.0), Vec3::new(2.0, 0.0, 0.0)];
+    /// h.build(&pts, 0.5).unwrap();
+    /// let mut pairs = 0;
+    /// h.for_each_pair(|i, j, _| { assert_eq!(i + j, 1); pairs += 1 });
+    /// assert_eq!(pairs, 1);
+    /// ```
     pub const fn for_particles(
         slots: Sl,
         table: Bk,
@@ -325,7 +403,8 @@ where
     }
 
     /// Replaces the configuration; every stored element is rehashed at the
-    /// next query.
+    /// next query. Cost: `O(C + N)` to check and re-class the stored
+    /// elements (the rehash comes later).
     ///
     /// # Errors
     /// [`Error::OutOfRange`] if a stored element lies beyond [`HHASH_RANGE_CELLS`]

@@ -422,4 +422,72 @@ mod tests {
         // the slot says it holds.
         assert!(crate::ids::IdSlot::stored(&HashSlot::<Aabb3>::default()).is_none());
     }
+
+    /// `new_checked` refuses exactly the table lengths that the first use of
+    /// `new`'s structure refuses, with the same error.
+    #[test]
+    fn new_checked_refuses_what_first_use_refuses() {
+        use crate::geom::{Aabb2, Vec2};
+        use crate::hhash::{HashConfig, HierarchicalHash, MultilevelHash};
+        use crate::table::NONE;
+        let b = Aabb2::new(Vec2::ZERO, Vec2::new(0.5, 0.5)).unwrap();
+        let mut table = [HashBucket::EMPTY; 128];
+        for len in [0usize, 1, 2, 3, 6, 64, 100, 128] {
+            let t = &mut table[..len];
+            let want = crate::table::table_mask(len).map(|_| ());
+            let checked = MultilevelHash::<Aabb2, _, _, _, _>::new_checked(
+                [HashSlot::EMPTY; 2],
+                &mut *t,
+                [HashEntry::EMPTY; 4],
+                [Vec2::ZERO; 0],
+                HashConfig::DEFAULT,
+            );
+            assert_eq!(checked.as_ref().map(|_| ()).map_err(|e| *e), want, "{len}");
+            let mut h = HierarchicalHash::<Aabb2, _, _, _, _>::new(
+                [HashSlot::EMPTY; 2],
+                &mut *t,
+                [HashEntry::EMPTY; 4],
+                [Vec2::ZERO; 0],
+                HashConfig::DEFAULT,
+            );
+            assert_eq!(h.insert(0, b), want, "{len}");
+            if want.is_err() {
+                assert_eq!(want, Err(Error::InvalidTableLength { len }));
+                assert_eq!(h.get(0), None);
+            }
+        }
+        // The sentinel of an unused slot is the crate's one sentinel.
+        assert_eq!(HashSlot::<Aabb2>::EMPTY.level, NONE);
+        assert_eq!(HashBucket::EMPTY.head, NONE);
+    }
+
+    /// A bucket of an older step reads as empty and is reset when written;
+    /// a stamp past the 31 bits sweeps the table.
+    #[test]
+    fn stamps_age_buckets_and_wrap() {
+        use crate::geom::{Aabb2, Vec2};
+        use crate::hhash::{HashConfig, MultilevelHash};
+        let mut h = MultilevelHash::<Aabb2, _, _, _, _>::new(
+            [HashSlot::EMPTY; 2],
+            [HashBucket::EMPTY; 8],
+            [HashEntry::EMPTY; 4],
+            [Vec2::ZERO; 0],
+            HashConfig::DEFAULT,
+        );
+        h.rehash().unwrap(); // first use (stamp 1), then the rehash
+        assert_eq!((h.stamp, h.shift), (2, 29));
+        let b = h.bucket_of(12345);
+        assert!(b < 8);
+        h.fresh(b).head = 0;
+        h.rehash().unwrap();
+        assert_eq!(h.stamp, 3);
+        // The old bucket is still there but stale; `fresh` resets it.
+        assert_eq!(h.table[b].tag & STAMP_MASK, 2);
+        assert_eq!(*h.fresh(b), HashBucket { tag: 3, head: NONE });
+        h.stamp = STAMP_MASK;
+        h.table[b].tag = STAMP_MASK | FLAG;
+        h.rehash().unwrap();
+        assert_eq!(h.stamp, 1);
+        assert!(h.table.iter().all(|k| *k == HashBucket::EMPTY));
+    }
 }
