@@ -7,7 +7,7 @@ use crate::geom::{BoundingBox, Point};
 
 use super::{HHASH_RANGE_CELLS, MAX_LEVEL};
 
-/// Classes, base size and origin of a [`ClassHash`].
+/// Classes, base size and origin of a [`ClassHash`](super::ClassHash).
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct HashConfig<P: Point> {
@@ -30,10 +30,24 @@ impl<P: Point> HashConfig<P> {
     /// classes whose levels are the set bits of `levels` (bit 0, the class
     /// of size `base`, is always added).
     ///
+    /// A `const fn`, `O(1)`.
+    ///
     /// # Errors
     /// [`Error::InvalidRadius`] if `base` is not finite and positive with a
     /// finite, normal inverse; [`Error::InvalidConfig`] if `levels` has a bit
     /// above [`MAX_LEVEL`].
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use spatium::{Error, Vec3, hhash::HashConfig};
+    ///
+    /// const C: Result<HashConfig<Vec3>, Error> = HashConfig::new(0.25, 0b1010);
+    /// let c = C.unwrap();
+    /// assert_eq!(c.levels(), 0b1011); // level 0 is always there
+    /// assert_eq!(c.class_size(3), 2.0);
+    /// assert_eq!(HashConfig::<Vec3>::new(0.0, 1), Err(Error::InvalidRadius));
+    /// ```
     pub const fn new(base: f32, levels: u32) -> Result<Self, Error> {
         let inv_base = 1.0 / base;
         if !(base.is_finite() && base > 0.0 && inv_base.is_finite() && inv_base.is_normal()) {
@@ -57,9 +71,21 @@ impl<P: Point> HashConfig<P> {
     /// result always round-trips: `HashConfig::new(c.base(), c.levels())`
     /// gives `c` back.
     ///
+    /// `O(number of sizes)`.
+    ///
     /// # Errors
     /// As [`new`](Self::new); [`Error::NonFinite`] for a size that is NaN or
     /// infinite.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use spatium::{Vec2, hhash::HashConfig};
+    ///
+    /// // Radius 0.1; objects of sizes 0.05, 0.3 and 1.5: classes 0.1, 0.4, 1.6.
+    /// let c = HashConfig::<Vec2>::from_sizes(0.1, [0.05, 0.3, 1.5]).unwrap();
+    /// assert_eq!(c.levels(), 0b10101);
+    /// ```
     pub fn from_sizes(base: f32, sizes: impl IntoIterator<Item = f32>) -> Result<Self, Error> {
         let mut c = Self::new(base, 1)?;
         for s in sizes {
@@ -68,7 +94,8 @@ impl<P: Point> HashConfig<P> {
         Ok(c)
     }
 
-    /// This configuration with the class of `size` added.
+    /// This configuration with the class of `size` added (the smallest
+    /// class at least `size`, [`MAX_LEVEL`] at most). `O(1)`.
     ///
     /// # Errors
     /// [`Error::NonFinite`] if `size` is NaN or infinite.
@@ -88,7 +115,7 @@ impl<P: Point> HashConfig<P> {
 
     /// This configuration with the classes of `levels` added (bits above
     /// [`MAX_LEVEL`] are ignored). Levels with no object of their own still
-    /// prune empty space in hierarchical hashing.
+    /// prune empty space in hierarchical hashing. `O(1)`.
     pub const fn with_levels(self, levels: u32) -> Self {
         Self {
             levels: self.levels | (levels & ((1 << (MAX_LEVEL + 1)) - 1)),
@@ -96,7 +123,8 @@ impl<P: Point> HashConfig<P> {
         }
     }
 
-    /// This configuration with another origin for the cells.
+    /// This configuration with another origin for the cells (all classes
+    /// share it). `O(1)`.
     ///
     /// # Errors
     /// [`Error::NonFinite`] if `origin` is not finite.
@@ -159,7 +187,7 @@ impl<P: Point> HashConfig<P> {
     }
 
     /// Entries an object of this box takes: the number of cells of its class
-    /// it overlaps.
+    /// it overlaps (saturating). `O(1)`.
     ///
     /// # Errors
     /// [`Error::NonFinite`], [`Error::InvertedBox`], [`Error::OutOfRange`].
@@ -170,10 +198,25 @@ impl<P: Point> HashConfig<P> {
     }
 
     /// Pool entries needed to store `boxes` as objects plus `particles`
-    /// particles (saturating).
+    /// particles (saturating): the pool length to give
+    /// [`ClassHash::new`](super::ClassHash::new). `O(boxes)`.
     ///
     /// # Errors
     /// As [`entries_of`](Self::entries_of) for the first bad box.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use spatium::{Aabb2, Vec2, hhash::HashConfig};
+    ///
+    /// let c = HashConfig::<Vec2>::DEFAULT; // one class of size 1
+    /// // A box across 2 × 2 cells and another inside one cell, 10 particles.
+    /// let boxes = [
+    ///     Aabb2::new(Vec2::new(0.5, 0.5), Vec2::new(1.4, 1.4)).unwrap(),
+    ///     Aabb2::new(Vec2::new(3.1, 3.1), Vec2::new(3.2, 3.2)).unwrap(),
+    /// ];
+    /// assert_eq!(c.entries_for(&boxes, 10), Ok(4 + 1 + 10));
+    /// ```
     pub fn entries_for(&self, boxes: &[P::Aabb], particles: usize) -> Result<u64, Error> {
         let mut n = particles as u64;
         for b in boxes {

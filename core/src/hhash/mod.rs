@@ -67,9 +67,15 @@
 //! | entries | `8E` | `8E` |
 //! | particles | `12N` | `8N` |
 //!
+//! In all, `40C + 8T + 8E + 12N` bytes in 3D and `32C + 8T + 8E + 8N` in
+//! 2D; [`Inspect::memory_bytes`](crate::Inspect::memory_bytes) evaluates it
+//! on an instance, [`Inspect::stats`](crate::Inspect::stats) reports the
+//! table's occupancy ([`HashStats`]).
+//!
 //! Inserting an object appends its entries to the table at once; updating
 //! or removing one marks the table stale, and the next query rebuilds it from
-//! the slots (the paper's per-step rehash). The pool must hold one entry per
+//! the slots (the paper's per-step rehash; [`ClassHash::refresh`] does it
+//! on demand). The pool must hold one entry per
 //! (object, cell) plus one per particle; [`HashConfig::entries_for`] counts
 //! them. A full pool is [`Error::CapacityExceeded`] on the insert that would
 //! overflow it, and nothing already stored is lost: a rebuild always fits.
@@ -184,8 +190,8 @@ pub type HierarchicalHash<B, Sl, Bk, En, Pt> = ClassHash<Hierarchical, B, Sl, Bk
 pub type MultilevelHash<B, Sl, Bk, En, Pt> = ClassHash<Multilevel, B, Sl, Bk, En, Pt>;
 
 /// Hierarchical ([`Hierarchical`]) or multilevel ([`Multilevel`]) hashing
-/// over caller buffers: objects by id ([`BroadPhase`]) and particles
-/// ([`NeighborSearch`]) in one table. See the [module](self) docs.
+/// over caller buffers: objects by id ([`BroadPhase`](crate::BroadPhase)) and particles
+/// ([`NeighborSearch`](crate::NeighborSearch)) in one table. See the [module](self) docs.
 ///
 /// Particles live in class 0. Hierarchical hashing reaches their cells
 /// through the classes above (pruning empty space, Listing 3); multilevel
@@ -351,7 +357,7 @@ where
     }
 
     /// A structure for neighbour search alone whose smallest class follows
-    /// the radius of each [`NeighborSearch::build`]; `extra_levels` (bit
+    /// the radius of each [`NeighborSearch::build`](crate::NeighborSearch::build); `extra_levels` (bit
     /// `c`: the class of `2^c` radii) are kept above it, to prune empty
     /// space in hierarchical hashing. A `const fn` that never fails, like
     /// [`new`](Self::new). `O(1)`.

@@ -96,12 +96,18 @@ where
     /// Replaces the particles (objects stay). With
     /// [`for_particles`](ClassHash::for_particles) the smallest class
     /// becomes `radius`; otherwise any radius works with the configured
-    /// classes.
+    /// classes. Every stored element is rehashed into a fresh step.
+    ///
+    /// Cost: `O(N)` to check and copy the positions, then a rehash
+    /// ([`rehash`](ClassHash::rehash): `O(C + E)`, times the classes above
+    /// each cell in hierarchical hashing); with `for_particles` a new radius
+    /// also re-classes the objects (`O(C)`).
     ///
     /// # Errors
     /// [`Error::InvalidRadius`], [`Error::NonFinite`], [`Error::OutOfRange`],
-    /// [`Error::CapacityExceeded`] (particle buffer or pool); nothing changes
-    /// on error.
+    /// [`Error::CapacityExceeded`] (particle buffer or pool),
+    /// [`Error::InvalidTableLength`] at first use; nothing changes on
+    /// error.
     fn build(&mut self, positions: &[B::Point], radius: f32) -> Result<(), Error> {
         crate::cell::check_radius(radius)?;
         let n = positions.len();
@@ -158,6 +164,12 @@ where
             .copied()
     }
 
+    /// The particles within the radius of particle `id`, from the cells of
+    /// its box of half-width `r` at class 0 (hierarchical hashing reaches
+    /// them through the classes above, skipping empty space). Cost: the
+    /// `3^d` cells around it (more when the radius exceeds the class-0 cell)
+    /// and their entries; bounded by a scan of the `N` particles, like
+    /// [`query_candidates`](ClassHash::query_candidates).
     fn for_each_neighbor<F: FnMut(u32, f32)>(&self, id: u32, mut f: F) -> Result<(), Error> {
         let p = self.position(id).ok_or(Error::UnknownId { id })?;
         self.particles_near(p, |j, d2| {
@@ -168,6 +180,7 @@ where
         Ok(())
     }
 
+    /// As [`for_each_neighbor`](Self::for_each_neighbor), around any point.
     fn for_each_within<F: FnMut(u32, f32)>(&self, point: B::Point, f: F) -> Result<(), Error> {
         if !point.is_finite() {
             return Err(Error::NonFinite);
@@ -178,6 +191,9 @@ where
         Ok(())
     }
 
+    /// Every pair within the radius once: each particle queries its cells
+    /// and keeps the particles before it (Listing 3). `O(N)` neighbour
+    /// queries.
     fn for_each_pair<F: FnMut(u32, u32, f32)>(&self, mut f: F) {
         let parts = self.particles.as_ref();
         for i in 0..self.n_particles {

@@ -132,11 +132,47 @@ where
         });
     }
 
-    /// Calls `f(id)` for the object candidates of the box `q` (see
-    /// [`Candidates`]); with `Raw` an id may come several times.
+    /// Calls `f(id)` for the object candidates of the box `q`: with
+    /// [`Candidates::Raw`] every object entry of the visited buckets (an id
+    /// may come several times), with [`Candidates::Unique`] each id at most
+    /// once by the integer canonical-cell test (a superset of the
+    /// overlapping objects), with [`Candidates::Exact`] exactly the objects
+    /// whose boxes overlap `q`, each once (what
+    /// [`BroadPhase::query`](crate::BroadPhase::query) reports). Rehashes a
+    /// stale table first.
+    ///
+    /// Cost: the cells of `q` in every class in use (hierarchical hashing
+    /// skips the children of cells without `hasChildren`) plus the entries
+    /// of their buckets; a query whose walk would exceed
+    /// [`SCAN_FACTOR`](super::SCAN_FACTOR)` · (C + N + 64)` cells scans the
+    /// `C` slots instead, so a query is `O(SCAN_FACTOR · (C + N))` at most.
     ///
     /// # Errors
     /// [`Error::NonFinite`], [`Error::InvertedBox`] for a bad query box.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use spatium::hhash::*;
+    /// use spatium::{Aabb2, BroadPhase, Candidates, Vec2};
+    ///
+    /// let mut h = HierarchicalHash::<Aabb2, _, _, _, _>::new(
+    ///     [HashSlot::EMPTY; 4],
+    ///     [HashBucket::EMPTY; 64],
+    ///     [HashEntry::EMPTY; 16],
+    ///     [Vec2::ZERO; 0],
+    ///     HashConfig::DEFAULT,
+    /// );
+    /// h.insert(0, Aabb2::new(Vec2::new(0.1, 0.1), Vec2::new(0.9, 0.9)).unwrap()).unwrap();
+    /// h.insert(1, Aabb2::new(Vec2::new(0.95, 0.1), Vec2::new(1.5, 0.5)).unwrap()).unwrap();
+    /// let q = Aabb2::new(Vec2::new(0.5, 0.5), Vec2::new(0.92, 0.6)).unwrap();
+    /// let mut exact = [0; 2];
+    /// h.query_candidates(&q, Candidates::Exact, |id| exact[id as usize] += 1).unwrap();
+    /// assert_eq!(exact, [1, 0]);
+    /// let mut unique = [0; 2];
+    /// h.query_candidates(&q, Candidates::Unique, |id| unique[id as usize] += 1).unwrap();
+    /// assert_eq!(unique, [1, 1]); // 1 shares the query's cell, not its box
+    /// ```
     pub fn query_candidates<F: FnMut(u32)>(
         &mut self,
         q: &B,
@@ -150,8 +186,9 @@ where
     }
 
     /// Like [`query_candidates`](Self::query_candidates) on a table that
-    /// is up to date (after [`rehash`](Self::rehash) or any `&mut` query),
-    /// from a shared reference; `Err(StaleTable)` if it is stale.
+    /// is up to date (after [`refresh`](Self::refresh),
+    /// [`rehash`](Self::rehash) or any `&mut` query), from a shared
+    /// reference, so that several threads can query one table. Same cost.
     ///
     /// # Errors
     /// As [`query_candidates`](Self::query_candidates), and
@@ -173,7 +210,8 @@ where
     /// The single-point top-down query of §3.3 (Fig. 3): calls `f(id)` for
     /// every object entry in the cells on the point's path, from the largest
     /// class down until a cell has no children (all classes in multilevel
-    /// hashing). Duplicates and hash-collision candidates included.
+    /// hashing). Duplicates and hash-collision candidates included: the
+    /// [`Candidates::Raw`] query of the point's box.
     ///
     /// # Errors
     /// [`Error::NonFinite`].
@@ -244,7 +282,7 @@ where
     /// The key of cell `cell` at class level `level` (before reduction to
     /// the table length): `h^c` for multilevel hashing, `h^k + … + h^c` for
     /// hierarchical hashing, where `h^c` includes the class salt (see the
-    /// [module](self) docs).
+    /// [module](super) docs).
     pub fn key(&self, level: u32, cell: [i32; 3]) -> Option<u32> {
         self.level_index(level).map(|li| self.key_of(li, &cell))
     }

@@ -282,7 +282,11 @@ where
     }
 
     /// Rehashes every stored element into a fresh step now (the paper's
-    /// per-step rebuild; queries do it themselves when the table is stale).
+    /// per-step rebuild; queries do it themselves when the table is stale,
+    /// see [`refresh`](Self::refresh)). Cost: `O(C + E)` plus, in
+    /// hierarchical hashing, the key sums and flags of the levels above
+    /// each stored cell (`O(E · L)` for `L` classes in use); no table sweep
+    /// (timestamps), except at first use and once every 2³¹ − 1 steps.
     ///
     /// # Errors
     /// [`Error::InvalidTableLength`] at first use.
@@ -319,6 +323,19 @@ where
         self.objects as usize
     }
 
+    /// Stores `aabb` under `id` in every cell of its class (the smallest
+    /// class at least its longest edge; a box larger than the largest class
+    /// is stored in each cell of the largest class it overlaps). The
+    /// entries are appended to the table at once (no rehash) unless it is
+    /// stale. Cost: `O(cells of the box · L)`.
+    ///
+    /// # Errors
+    /// [`Error::IdOutOfRange`], [`Error::NonFinite`],
+    /// [`Error::InvertedBox`], [`Error::DuplicateId`], [`Error::OutOfRange`]
+    /// (beyond [`HHASH_RANGE_CELLS`](super::HHASH_RANGE_CELLS)),
+    /// [`Error::InvalidTableLength`] at first use,
+    /// [`Error::CapacityExceeded`] when the pool cannot hold the stored
+    /// elements' entries and this box's; nothing changes on error.
     fn insert(&mut self, id: u32, aabb: B) -> Result<(), Error> {
         let i = crate::ids::index(self.slots.as_ref().len(), id)?;
         aabb.check()?;
@@ -343,6 +360,14 @@ where
         Ok(())
     }
 
+    /// Replaces the box of `id` and marks the table stale: the next query
+    /// rehashes everything (the paper's per-step rebuild), so a step of
+    /// updates costs one rehash. `O(1)`.
+    ///
+    /// # Errors
+    /// [`Error::UnknownId`], [`Error::IdOutOfRange`], and the box errors of
+    /// [`insert`](Self::insert) (the pool checked against the new box's
+    /// entries); nothing changes on error.
     fn update(&mut self, id: u32, aabb: B) -> Result<(), Error> {
         let old = self.present(id)?;
         aabb.check()?;
@@ -358,6 +383,11 @@ where
         Ok(())
     }
 
+    /// Removes `id` and marks the table stale (see
+    /// [`update`](Self::update)). `O(1)`.
+    ///
+    /// # Errors
+    /// [`Error::UnknownId`], [`Error::IdOutOfRange`].
     fn remove(&mut self, id: u32) -> Result<B, Error> {
         let b = self.present(id)?;
         let had = self.config.entries_of(&b).unwrap_or(0);
@@ -372,6 +402,8 @@ where
         self.present(id).ok()
     }
 
+    /// Removes every object and particle: `O(C)` (the table is emptied by
+    /// a new timestamp).
     fn clear(&mut self) {
         self.slots.as_mut().fill(HashSlot::EMPTY);
         self.objects = 0;
@@ -383,11 +415,17 @@ where
         }
     }
 
+    /// The exact pairs of
+    /// [`for_each_candidate_pair`](ClassHash::for_each_candidate_pair)
+    /// (same cost); never fails.
     fn for_each_overlap<F: FnMut(u32, u32)>(&mut self, f: F) -> Result<(), Error> {
         self.for_each_candidate_pair(Candidates::Exact, f);
         Ok(())
     }
 
+    /// The exact candidates of
+    /// [`query_candidates`](ClassHash::query_candidates) (same cost and
+    /// errors).
     fn query<F: FnMut(u32)>(&mut self, aabb: &B, f: F) -> Result<(), Error> {
         self.query_candidates(aabb, Candidates::Exact, f)
     }
