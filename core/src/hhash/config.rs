@@ -405,4 +405,92 @@ mod tests {
         assert_eq!(level_for(1024.5), 11);
         assert_eq!(level_for(f32::INFINITY), 31);
     }
+
+    #[test]
+    fn level_order_lists_set_bits_largest_first() {
+        let (o, n) = level_order(0b1011);
+        assert_eq!((n, &o[..3]), (3, &[3u8, 1, 0][..]));
+        let (o, n) = level_order(1);
+        assert_eq!((n, o[0]), (1, 0));
+        let (o, n) = level_order(u32::MAX);
+        assert_eq!((n, o[0], o[31]), (32, 31, 0));
+        assert_eq!(level_order(0).1, 0);
+    }
+
+    #[test]
+    fn cells_shift_nest_and_count() {
+        use crate::geom::{Vec2, Vec3};
+        // Arithmetic shifts floor towards −∞: nesting holds for negatives.
+        assert_eq!(shr(&[-1, -4, 7], 2), [-1, -1, 1]);
+        assert_eq!(shr(&[-5, 5, 0], 0), [-5, 5, 0]);
+        // [−3, 4] × [0, 1] base cells: 8 × 2 at level 0, 3 × 1 at level 2.
+        let (lo, hi) = ([-3, 0, 0], [4, 1, 0]);
+        assert_eq!(cell_count::<Vec2>(&lo, &hi, 0), 16);
+        assert_eq!(cell_count::<Vec2>(&lo, &hi, 2), 3);
+        // The third axis counts in 3D only.
+        assert_eq!(cell_count::<Vec3>(&lo, &[4, 1, 2], 0), 48);
+        // Saturates instead of overflowing.
+        let (a, b) = ([i32::MIN; 3], [i32::MAX; 3]);
+        assert_eq!(cell_count::<Vec3>(&a, &b, 0), u64::MAX);
+        // The odometer visits every cell of the box once, axis 0 fastest.
+        let (lo, hi) = ([-1, 2, 0], [0, 4, 0]);
+        let mut c = lo;
+        let mut seen = 1;
+        let mut last = c;
+        while advance::<Vec2>(&mut c, &lo, &hi) {
+            seen += 1;
+            assert!(c[1] > last[1] || (c[1] == last[1] && c[0] > last[0]));
+            last = c;
+        }
+        assert_eq!((seen, last), (6, [0, 4, 0]));
+        assert_eq!(c, lo);
+    }
+
+    #[test]
+    fn cells_of_points_and_boxes() {
+        use crate::geom::{Aabb2, Vec2};
+        let c = HashConfig::<Vec2>::new(0.5, 0b100)
+            .unwrap()
+            .with_origin(Vec2::new(1.0, -1.0))
+            .unwrap();
+        assert_eq!(c.base_cell(Vec2::new(1.0, -1.0)), [0, 0, 0]);
+        assert_eq!(c.base_cell(Vec2::new(0.9, 0.1)), [-1, 2, 0]);
+        // Queries clamp, stored coordinates are refused beyond the range.
+        let far = Vec2::new(1e30, 0.0);
+        assert_eq!(c.base_cell(far)[0], HHASH_RANGE_CELLS as i32);
+        assert_eq!(c.stored_cell(far), Err(Error::OutOfRange));
+        assert_eq!(
+            c.stored_cell(Vec2::new(f32::NAN, 0.0)),
+            Err(Error::OutOfRange)
+        );
+        // Classes: 0.5 and 2; an edge of 0.6 goes to class 2 (level 2), an
+        // edge of 5 to class 2 too, subdivided over its cells.
+        let small = Aabb2::new(Vec2::new(1.0, -1.0), Vec2::new(1.6, -0.5)).unwrap();
+        assert_eq!(c.class_of(&small), 2);
+        assert_eq!(c.entries_of(&small), Ok(1));
+        let big = Aabb2::new(Vec2::new(1.0, -1.0), Vec2::new(6.0, 0.0)).unwrap();
+        assert_eq!(c.class_of(&big), 2);
+        assert_eq!(c.entries_of(&big), Ok(3));
+        assert_eq!(c.entries_for(&[small, big], 7), Ok(1 + 3 + 7));
+        assert_eq!(
+            c.entries_of(&Aabb2::new(Vec2::ZERO, far).unwrap()),
+            Err(Error::OutOfRange)
+        );
+        // Configuration errors.
+        assert_eq!(
+            HashConfig::<Vec2>::new(f32::NAN, 1),
+            Err(Error::InvalidRadius)
+        );
+        assert_eq!(HashConfig::<Vec2>::new(1e-39, 1), Err(Error::InvalidRadius));
+        assert_eq!(
+            HashConfig::<Vec2>::new(1.0, 1 << 31),
+            Err(Error::InvalidConfig { field: "levels" })
+        );
+        assert_eq!(c.add_size(f32::INFINITY), Err(Error::NonFinite));
+        assert_eq!(
+            c.with_origin(Vec2::new(f32::NAN, 0.0)),
+            Err(Error::NonFinite)
+        );
+        assert_eq!(c.with_levels(u32::MAX).levels(), (1 << 31) - 1);
+    }
 }
