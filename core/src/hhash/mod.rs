@@ -100,9 +100,15 @@
 //! Particles have a single entry; a neighbour is reported from the cell that
 //! holds it. Cell coordinates come from monotone `f32` arithmetic, so the
 //! cells of a query box's corners bound the cells of everything overlapping
-//! it, with no margin and no range limit beyond [`HHASH_RANGE_CELLS`] base cells from
-//! the origin.
+//! it, with no margin and no range limit beyond [`HHASH_RANGE_CELLS`] base
+//! cells from the origin.
 
+// One file per operation: classes and cell arithmetic (`config`), the
+// table's buffers and its insert / remove / rehash with the `BroadPhase`
+// impl (`table`), the cell walk every query shares (`walk`), box queries
+// and their inspection (`query`), pair traversal (`traverse`), particles
+// and the `NeighborSearch` impl (`particles`), `Inspect` (`stats`) and
+// `Validate` (`validate`).
 mod config;
 mod particles;
 mod query;
