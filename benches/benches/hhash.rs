@@ -112,7 +112,7 @@ fn hash_pass<S: Scheme>(
     objects: &[Aabb2],
 ) -> (u64, u64) {
     pass(segs, boxes, objects, |q, f| {
-        h.candidates(q, Candidates::Exact, f).unwrap()
+        h.query_candidates_ready(q, Candidates::Exact, f).unwrap()
     })
 }
 

@@ -364,7 +364,7 @@ impl PoucholScene {
             out.offsets.push(out.spheres.len() as u32);
             let p = self.next[i];
             let (mut sc, mut pc) = (0u64, 0u64);
-            h.candidates(&self.paths[i], Candidates::Exact, |id| {
+            h.query_candidates_ready(&self.paths[i], Candidates::Exact, |id| {
                 if id < ns {
                     sc += 1;
                     let s = &self.spheres[id as usize];

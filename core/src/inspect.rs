@@ -5,9 +5,10 @@
 
 /// Memory and occupancy of a structure.
 ///
-/// Every structure of the crate implements it; hierarchical hashing's
-/// inherent `stats(&mut self)` refreshes its table first, while this one
-/// reports the table as it stands.
+/// Every structure of the crate implements it. Hashing's
+/// [`ClassHash::stats_refreshed`](crate::ClassHash::stats_refreshed)
+/// rehashes a stale table first, while this one reports the table as it
+/// stands.
 ///
 /// # Example
 ///

@@ -332,7 +332,7 @@ impl<B: TestBox> World<B> {
                     let want = self.bh.hits(&q);
                     let mut raw = Vec::new();
                     self.hier
-                        .for_each_candidate(&q, Candidates::Raw, |id| raw.push(id))
+                        .query_candidates(&q, Candidates::Raw, |id| raw.push(id))
                         .unwrap();
                     assert!(want.iter().all(|id| raw.contains(id)), "raw ⊉ exact");
                 }

@@ -8,7 +8,8 @@
 
 use spatium::hhash::{Candidates, HashConfig, Hierarchical, Multilevel, Scheme};
 use spatium::{
-    Aabb2, Aabb3, BoundingBox, BroadPhase, Error, NeighborSearch, Point, Validate, Vec2, Vec3,
+    Aabb2, Aabb3, BoundingBox, BroadPhase, Error, Inspect, NeighborSearch, Point, Validate, Vec2,
+    Vec3,
 };
 use spatium_host::make::{self, VecClassHash};
 use spatium_host::oracle::{
@@ -78,7 +79,7 @@ fn check_queries<S: Scheme, B: BoundingBox>(
         let want = brute_query(model, &q);
         assert_eq!(got, want, "{what}: query {q:?}");
         let mut raw = Vec::new();
-        h.for_each_candidate(&q, Candidates::Raw, |id| raw.push(id))
+        h.query_candidates(&q, Candidates::Raw, |id| raw.push(id))
             .unwrap();
         raw.sort_unstable();
         raw.dedup();
@@ -98,7 +99,7 @@ fn check_queries<S: Scheme, B: BoundingBox>(
         }
         // The shared-reference query of an up-to-date table agrees.
         let mut shared = Vec::new();
-        h.candidates(&q, Candidates::Exact, |id| shared.push(id))
+        h.query_candidates_ready(&q, Candidates::Exact, |id| shared.push(id))
             .unwrap();
         shared.sort_unstable();
         assert_eq!(shared, want, "{what}: shared query");

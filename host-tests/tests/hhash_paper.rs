@@ -89,8 +89,8 @@ fn fig2_multilevel_cells() {
     }
     // Nine non-empty cells and nothing else: the four written by A, two by
     // C, one by B and two by D.
-    assert_eq!(h.stats().entries, 9);
-    assert_eq!(h.stats().buckets_used, 9);
+    assert_eq!(h.stats_refreshed().entries, 9);
+    assert_eq!(h.stats_refreshed().buckets_used, 9);
     // Multilevel cells of the inner classes that the hierarchy would flag are
     // absent.
     assert_eq!(contents(&mut h, cell(1, 2, 2)), None);
@@ -121,7 +121,7 @@ fn fig2_hierarchical_cells_and_flags() {
         );
     }
     // Eleven buckets written (Fig. 2, right), nine entries.
-    let s = h.stats();
+    let s = h.stats_refreshed();
     assert_eq!((s.buckets_used, s.entries), (11, 9));
 }
 
@@ -189,7 +189,7 @@ fn fig3_moving_objects_cells() {
             "cell {c:?}"
         );
     }
-    assert_eq!(h.stats().buckets_used, 10);
+    assert_eq!(h.stats_refreshed().buckets_used, 10);
 }
 
 /// The retrieval paths of Fig. 3 (bottom right): P descends through the
@@ -248,8 +248,8 @@ fn large_boxes_are_subdivided() {
     h.insert(A, bx(0.0, 0.0, 13.0, 5.0)).unwrap(); // beyond size 4
     assert_eq!(h.class_of_id(A), Some(2));
     // x cells 0..=3, y cells 0..=1 at size 4.
-    assert_eq!(h.stats().entries, 8);
-    assert_eq!(h.stats().subdivided, 1);
+    assert_eq!(h.stats_refreshed().entries, 8);
+    assert_eq!(h.stats_refreshed().subdivided, 1);
     h.insert(B, bx(9.1, 4.1, 9.2, 4.2)).unwrap();
     h.insert(C, bx(30.0, 30.0, 30.5, 30.5)).unwrap();
     let mut got = Vec::new();

@@ -218,7 +218,7 @@ fn run_scheme<S: Scheme, B: TestBox>(
                     // Raw candidates are a superset of the exact answer.
                     let want = m.broad.hits(&q);
                     let mut raw = Vec::new();
-                    h.for_each_candidate(&q, Candidates::Raw, |id| raw.push(id))
+                    h.query_candidates(&q, Candidates::Raw, |id| raw.push(id))
                         .unwrap();
                     prop_assert!(want.iter().all(|id| raw.contains(id)));
                 }

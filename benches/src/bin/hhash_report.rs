@@ -44,7 +44,7 @@ use spatium::hhash::{
 };
 use spatium::table::{SLOTS_PER_OBJECT, table_len};
 use spatium::uniform::{CellRecord, SortedParticle, TableSlot};
-use spatium::{Aabb2, Aabb3, BroadPhase, Error, NeighborSearch, Vec2};
+use spatium::{Aabb2, Aabb3, BroadPhase, Error, Inspect, NeighborSearch, Vec2};
 use spatium_benches::pouchol_scene::{Contacts, PoucholScene, SPHERES};
 use spatium_host::make::{self, VecCellSorted, VecClassHash};
 use spatium_host::pouchol::{
@@ -265,7 +265,8 @@ trait BoxQuery {
 impl<S: Scheme> BoxQuery for H2<S> {
     #[inline(always)]
     fn each(&self, q: &Aabb2, f: impl FnMut(u32)) {
-        self.candidates(q, Candidates::Exact, f).expect("query");
+        self.query_candidates_ready(q, Candidates::Exact, f)
+            .expect("query");
     }
 }
 
@@ -422,8 +423,8 @@ impl Bp {
 
     fn stats(&mut self) -> Option<HashStats> {
         match self {
-            Bp::Hier(h) => Some(h.stats()),
-            Bp::Multi(h) => Some(h.stats()),
+            Bp::Hier(h) => Some(h.stats_refreshed()),
+            Bp::Multi(h) => Some(h.stats_refreshed()),
             Bp::Tree(_) => None,
         }
     }
@@ -558,7 +559,7 @@ fn bp_write(md: &mut String, sz: &Sizes, s: &BpSection) {
          before timing, never again thanks to its timestamps), or building the item `Vec` and \
          `RTree::bulk_load` (rstar); median of 5 batches of `⌈65536 / N⌉` cycles, per cycle. \
          *Query*: for every segment, its box (`segment_box`, precomputed) is queried for exact \
-         candidates (hash: `candidates(q, Candidates::Exact, ..)` on a fresh table; rstar: \
+         candidates (hash: `query_candidates_ready(q, Candidates::Exact, ..)` on a fresh table; rstar: \
          `locate_in_envelope_intersecting`), then `segment_hits` against each candidate is the \
          narrow phase; median of {} passes ({} at N > {TABLE_N}), the three structures taking \
          turns (round robin, the first of each round rotating). Both hashes use \
@@ -912,7 +913,7 @@ impl Nn {
 
     fn buckets_used(&mut self) -> Option<u32> {
         match &mut self.kind {
-            Kind::Hier(h, _) => Some(h.stats().buckets_used),
+            Kind::Hier(h, _) => Some(h.stats_refreshed().buckets_used),
             _ => None,
         }
     }
@@ -1197,7 +1198,7 @@ fn scene_section(sz: &Sizes) -> Scene3 {
             cb.sphere_contacts()
         );
         if f == 0 || f + 1 == sz.frames {
-            let (a, b) = (hh.stats(), ml.stats());
+            let (a, b) = (hh.stats_refreshed(), ml.stats_refreshed());
             if f == 0 {
                 used_first = [a.buckets_used, b.buckets_used];
             }
@@ -1464,7 +1465,7 @@ impl<S: Scheme> Len3<S> {
         let (e, t) = timed(|| {
             let mut e = 0u64;
             for p in paths {
-                h.candidates(p, Candidates::Exact, |_| e += 1)
+                h.query_candidates_ready(p, Candidates::Exact, |_| e += 1)
                     .expect("query");
             }
             e
@@ -1491,7 +1492,7 @@ impl<S: Scheme> Len3<S> {
                 factor,
                 table: self.h.table_len(),
                 scheme,
-                stats: self.h.stats(),
+                stats: self.h.stats_refreshed(),
                 counts: n,
                 queries: paths.len(),
                 query_ms: median(&self.query),
@@ -1610,7 +1611,7 @@ fn len_write(md: &mut String, sz: &Sizes, s: &LenSection) {
          `n = table_len(elements, factor)` (elements × factor rounded up to a power \
          of two); factor 100 is the paper's guidance (`table_len_for`). *Buckets written*: \
          buckets holding entries or `hasChildren` flags of the current step; *shared*: buckets \
-         holding elements whose lowest cells differ (`stats()`; an estimate of collisions \
+         holding elements whose lowest cells differ (`stats_refreshed()`; an estimate of collisions \
          between cells that also counts neighbouring objects meeting in one cell). Candidates \
          from `query_counts` over every query. Memory is `memory_bytes()`.\n\n\
          ### 2D broad phase, N = {} objects, {} segments\n\n\

@@ -440,7 +440,7 @@ mod tests {
         // Fluid–solid: a particle's path box against the objects.
         let q = Aabb3::new(pts[0], pts[0] + Vec3::new(0.05, 0.05, 0.05)).unwrap();
         assert_eq!(broad_query(h, &q), brute_box_query(&boxes, &q, |_| true));
-        let stats = h.stats();
+        let stats = h.stats_refreshed();
         assert_eq!(stats.objects as usize, C);
         assert_eq!(stats.particles as usize, N);
     }
