@@ -57,7 +57,24 @@ pub(crate) fn stored<S: IdSlot>(slots: &[S], id: u32) -> Result<S::Box, Error> {
 /// [`Error::IdOutOfRange`], or [`Error::DuplicateId`] for a used slot.
 #[inline(always)]
 pub(crate) fn vacant<S: IdSlot>(slots: &[S], id: u32) -> Result<usize, Error> {
+    vacant_for(slots, id, || Ok(()))
+}
+
+/// The slot index of `id` for an insert whose box `check` validates, with
+/// the errors in the order every broad phase reports them:
+/// [`Error::IdOutOfRange`], then the box's error, then
+/// [`Error::DuplicateId`].
+///
+/// # Errors
+/// As listed.
+#[inline(always)]
+pub(crate) fn vacant_for<S: IdSlot>(
+    slots: &[S],
+    id: u32,
+    check: impl FnOnce() -> Result<(), Error>,
+) -> Result<usize, Error> {
     let i = index(slots.len(), id)?;
+    check()?;
     if slots[i].stored().is_some() {
         Err(Error::DuplicateId { id })
     } else {

@@ -241,10 +241,12 @@ impl<B: TestBox> HhgModel<B> {
                 let r = g.insert_unbounded(*id, b);
                 let want = if *id as usize >= cap {
                     Err(Error::IdOutOfRange { id: *id })
+                } else if let Err(e) = unbounded_result(&b) {
+                    Err(e)
                 } else if self.broad.get(*id).is_some() {
                     Err(Error::DuplicateId { id: *id })
                 } else {
-                    unbounded_result(&b)
+                    Ok(())
                 };
                 ensure!(
                     r == want,

@@ -33,10 +33,8 @@
 //!
 //! * `insert(id, b)`: `IdOutOfRange`, then the box error (`NonFinite` before
 //!   `InvertedBox`, as [`BoundingBox::check`]), then `DuplicateId`, then
-//!   structure-specific errors. **Exception (the kinds disagree):** the
-//!   hierarchical hash grid checks `DuplicateId` before the box, so for a
-//!   bad box on a stored id either `DuplicateId` or the box error is
-//!   accepted.
+//!   structure-specific errors (every kind: the shared id table's
+//!   `vacant_for` puts the box check between the two id checks).
 //! * `update(id, b)`: `IdOutOfRange`, `UnknownId`, the box error, then
 //!   structure-specific errors.
 //! * `update_many(list)`: the first element with a fault, in list order,
@@ -474,10 +472,7 @@ impl<B: TestBox> BroadModel<B> {
         }
         let dup = self.get(id).is_some();
         match (box_error(b), dup) {
-            // The kinds disagree on which of the two wins (see the module
-            // documentation).
-            (Some(e), true) => Expect::either(e, Error::DuplicateId { id }),
-            (Some(e), false) => Expect::err(e),
+            (Some(e), _) => Expect::err(e),
             (None, true) => Expect::err(Error::DuplicateId { id }),
             (None, false) => Expect::ok(),
         }

@@ -20,8 +20,15 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u
     /// more box in the record buffer (each box takes at most one record: its
     /// cell's, or its own on the small-N path), so that a record buffer
     /// shorter than the slot buffer refuses boxes instead of overflowing.
-    pub(super) fn check_id_free(&self, id: u32) -> Result<(), Error> {
-        crate::ids::vacant(self.slots.as_ref(), id)?;
+    /// The id checks of an insert around the box's own check, in the
+    /// trait's order: the id's range, the box, the id's slot, then room for
+    /// a record.
+    pub(super) fn check_id_free(
+        &self,
+        id: u32,
+        check: impl FnOnce() -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        crate::ids::vacant_for(self.slots.as_ref(), id, check)?;
         let room = self.recs.as_ref().len();
         if self.len as usize >= room {
             return Err(Error::CapacityExceeded { capacity: room });
@@ -48,10 +55,10 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u
         Ok(())
     }
 
-    /// Validation of a bounded box against the levels (fixing them with the
-    /// first box). Returns where the box goes in grid mode.
+    /// Validation of a bounded box (already [`BoundingBox::check`]ed by the
+    /// caller) against the levels, fixing them with the first box. Returns
+    /// where the box goes in grid mode.
     pub(super) fn check_bounded(&mut self, b: &B) -> Result<Target, Error> {
-        b.check()?;
         if self.base_size == 0.0 {
             // The first bounded box fixes c₀. No grid exists yet, so undoing
             // it on error restores the state exactly.
@@ -102,8 +109,7 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u
     /// # Ok::<(), spatium::Error>(())
     /// ```
     pub fn insert_unbounded(&mut self, id: u32, aabb: B) -> Result<(), Error> {
-        self.check_id_free(id)?;
-        Self::check_unbounded(&aabb)?;
+        self.check_id_free(id, || Self::check_unbounded(&aabb))?;
         self.slots.as_mut()[id as usize].aabb = aabb;
         self.push_unbounded(id, KEY_UNBOUNDED);
         self.len += 1;
@@ -305,7 +311,7 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u
     /// [`BroadPhase::insert`]: checks, then stores `aabb` under `id` (on the
     /// flat array, switching to the grids at the threshold, or in its grid).
     pub(super) fn insert_bounded(&mut self, id: u32, aabb: B) -> Result<(), Error> {
-        self.check_id_free(id)?;
+        self.check_id_free(id, || aabb.check())?;
         let t = self.check_bounded(&aabb)?;
         self.slots.as_mut()[id as usize].aabb = aabb;
         self.len += 1;
@@ -428,6 +434,37 @@ mod tests {
 
     fn cube(x: f32) -> Aabb3 {
         Aabb3::new(Vec3::new(x, 0.0, 0.0), Vec3::new(x + 1.0, 1.0, 1.0)).unwrap()
+    }
+
+    /// A bad box on a stored id reports the box's error, as every broad
+    /// phase does (the id's range, the box, then the id's slot), for bounded
+    /// and unbounded inserts alike.
+    #[test]
+    fn insert_reports_the_box_before_the_duplicate() {
+        for small_n in [0, 64] {
+            let mut g = HierarchicalHashGrid::<Aabb3, _, _, _>::new(
+                [HhgSlot::EMPTY; 4],
+                [HhgRecord::EMPTY; 4],
+                [0u32; 4096],
+                HhgConfig::DEFAULT.with_small_n_threshold(small_n),
+            );
+            g.insert(1, cube(0.0)).unwrap();
+            let nan = Aabb3 {
+                min: Vec3::new(f32::NAN, 0.0, 0.0),
+                max: Vec3::new(1.0, 1.0, 1.0),
+            };
+            let inverted = Aabb3 {
+                min: Vec3::new(2.0, 0.0, 0.0),
+                max: Vec3::new(1.0, 1.0, 1.0),
+            };
+            assert_eq!(g.insert(1, nan), Err(Error::NonFinite));
+            assert_eq!(g.insert(1, inverted), Err(Error::InvertedBox));
+            assert_eq!(g.insert_unbounded(1, nan), Err(Error::NonFinite));
+            assert_eq!(g.insert(1, cube(3.0)), Err(Error::DuplicateId { id: 1 }));
+            assert_eq!(g.insert(4, nan), Err(Error::IdOutOfRange { id: 4 }));
+            assert_eq!(g.get(1), Some(cube(0.0)));
+            g.validate().unwrap();
+        }
     }
 
     /// `update_many` checks the whole batch with `update`'s checks before
