@@ -49,13 +49,12 @@
 //!   the first axis's error.
 //! * `build(points, r)`: `InvalidRadius` (a radius that is not finite and
 //!   positive; one whose square or inverse is not a normal float may be
-//!   refused too) and `CapacityExceeded` (too many points) first, then `NonFinite`, then structure-specific errors.
-//!   **Exception (the kinds disagree):** the uniform hashes check the
-//!   capacity before the radius, brute force and hierarchical hashing the
-//!   radius first, so with both faults either is accepted. Hierarchical
-//!   hashing checks the points one by one, so a finite point beyond its
-//!   cells before the first non-finite one gives `OutOfRange` instead of
-//!   `NonFinite` (accepted).
+//!   refused too), then `CapacityExceeded` (too many points), then
+//!   `NonFinite`, then structure-specific errors (every kind; the uniform
+//!   hashes through `Grid::fit`). **Exception (the kinds disagree):**
+//!   hierarchical hashing checks the points one by one, so a finite point
+//!   beyond its cells before the first non-finite one gives `OutOfRange`
+//!   instead of `NonFinite` (accepted).
 //! * `neighbor_lists(offsets, indices)`: a short `offsets` first
 //!   (`needed = len + 1`), then a short `indices` (`needed` = twice the
 //!   pairs).
@@ -112,12 +111,6 @@ impl Expect {
     fn err(e: Error) -> Self {
         Self {
             exact: vec![Err(e)],
-            specific: false,
-        }
-    }
-    fn either(a: Error, b: Error) -> Self {
-        Self {
-            exact: vec![Err(a), Err(b)],
             specific: false,
         }
     }
@@ -975,10 +968,7 @@ impl<P: Point> SearchModel<P> {
         let cap = Error::CapacityExceeded {
             capacity: self.capacity,
         };
-        if bad_r && over {
-            // The kinds disagree (see the module documentation).
-            Expect::either(Error::InvalidRadius, cap)
-        } else if bad_r {
+        if bad_r {
             Expect::err(Error::InvalidRadius)
         } else if over {
             Expect::err(cap)

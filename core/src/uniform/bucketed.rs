@@ -214,11 +214,12 @@ where
     S: Storage<BucketParticle<P>>,
 {
     fn build(&mut self, positions: &[P], radius: f32) -> Result<(), Error> {
-        let cap = self.capacity();
-        if positions.len() > cap {
-            return Err(Error::CapacityExceeded { capacity: cap });
-        }
-        let grid = Grid::fit(radius, positions, self.table.as_ref().len())?;
+        let grid = Grid::fit(
+            radius,
+            positions,
+            self.table.as_ref().len(),
+            self.capacity(),
+        )?;
         let table = self.table.as_mut();
         // Counting pass on scratch counters: refuse an overflow before writing.
         advance_stamp(&mut self.count_stamp, || {

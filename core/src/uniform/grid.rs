@@ -57,14 +57,26 @@ impl<P: Point> Grid<P> {
         })
     }
 
-    /// A grid centred on the bounding box of `positions`, after checking that
-    /// every position is finite and within [`UNIFORM_RANGE_CELLS`] cells.
-    pub(crate) fn fit(radius: f32, positions: &[P], table_len: usize) -> Result<Self, Error> {
-        // Radius and table are refused before the positions are read.
+    /// A grid centred on the bounding box of `positions`, after checking, in
+    /// this order (the one order of every neighbour search's build): the
+    /// radius, the table length, that at most `capacity` positions are
+    /// given, and that every position is finite and within
+    /// [`UNIFORM_RANGE_CELLS`] cells.
+    #[inline(always)]
+    pub(crate) fn fit(
+        radius: f32,
+        positions: &[P],
+        table_len: usize,
+        capacity: usize,
+    ) -> Result<Self, Error> {
+        // Radius, table and count are refused before the positions are read.
         let mut grid = Self::new(radius, P::ZERO, table_len)?;
         let Some(&first) = positions.first() else {
             return Ok(grid);
         };
+        if positions.len() > capacity {
+            return Err(Error::CapacityExceeded { capacity });
+        }
         let (mut lo, mut hi) = (first, first);
         let mut finite = true;
         for &p in positions {
@@ -206,10 +218,30 @@ mod tests {
         assert_eq!(tiny.query_cell(Vec3::new(0.0, 0.0, 1e30), 1), Ok(None));
         assert_eq!(tiny.query_cell(Vec3::new(0.0, 0.0, -1e30), 1), Ok(None));
         assert_eq!(
-            Grid::<Vec3>::fit(1.0, &[Vec3::ZERO, Vec3::new(40000.0, 0.0, 0.0)], 16),
+            Grid::<Vec3>::fit(1.0, &[Vec3::ZERO, Vec3::new(40000.0, 0.0, 0.0)], 16, 2),
             Err(Error::OutOfRange)
         );
-        assert!(Grid::<Vec3>::fit(1.0, &[Vec3::new(1e6, 0.0, 0.0)], 16).is_ok());
+        assert!(Grid::<Vec3>::fit(1.0, &[Vec3::new(1e6, 0.0, 0.0)], 16, 1).is_ok());
+    }
+
+    /// The one order of a build's checks: radius, table length, count, then
+    /// the positions (as brute force and hierarchical hashing).
+    #[test]
+    fn fit_checks_in_the_shared_order() {
+        let bad = [Vec3::new(f32::NAN, 0.0, 0.0), Vec3::ZERO];
+        assert_eq!(
+            Grid::<Vec3>::fit(0.0, &bad, 3, 1),
+            Err(Error::InvalidRadius)
+        );
+        assert_eq!(
+            Grid::<Vec3>::fit(1.0, &bad, 3, 1),
+            Err(Error::InvalidTableLength { len: 3 })
+        );
+        assert_eq!(
+            Grid::<Vec3>::fit(1.0, &bad, 4, 1),
+            Err(Error::CapacityExceeded { capacity: 1 })
+        );
+        assert_eq!(Grid::<Vec3>::fit(1.0, &bad, 4, 2), Err(Error::NonFinite));
     }
 
     /// The boundary case that breaks an inclusive test: `x1 = -2⁻³⁰`,

@@ -269,11 +269,12 @@ where
     S: Storage<LinkedParticle<P>>,
 {
     fn build(&mut self, positions: &[P], radius: f32) -> Result<(), Error> {
-        let cap = self.capacity();
-        if positions.len() > cap {
-            return Err(Error::CapacityExceeded { capacity: cap });
-        }
-        let grid = Grid::fit(radius, positions, self.table.as_ref().len())?;
+        let grid = Grid::fit(
+            radius,
+            positions,
+            self.table.as_ref().len(),
+            self.capacity(),
+        )?;
         let table = self.table.as_mut();
         advance_stamp(&mut self.stamp, || table.fill(Head::EMPTY));
         let parts = self.particles.as_mut();

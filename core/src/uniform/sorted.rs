@@ -375,11 +375,12 @@ where
     C: Storage<CellRecord<P>>,
 {
     fn build(&mut self, positions: &[P], radius: f32) -> Result<(), Error> {
-        let cap = self.capacity();
-        if positions.len() > cap {
-            return Err(Error::CapacityExceeded { capacity: cap });
-        }
-        let grid = Grid::fit(radius, positions, self.table.as_ref().len())?;
+        let grid = Grid::fit(
+            radius,
+            positions,
+            self.table.as_ref().len(),
+            self.capacity(),
+        )?;
         // Validated: from here on nothing can fail.
         let table = self.table.as_mut();
         advance_stamp(&mut self.stamp, || table.fill(TableSlot::EMPTY));
