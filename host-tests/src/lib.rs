@@ -14,3 +14,4 @@ pub mod hhg_model;
 pub mod model;
 pub mod props;
 pub mod registry;
+pub mod uniform_model;
