@@ -2,15 +2,18 @@
 //! `tests/`) and fuzz targets: proptest strategies for lattice boxes
 //! ([`props`]), one operation model per trait ([`model`]: broad phase and
 //! neighbour search, with proptest strategies and `arbitrary` impls), the
-//! deterministic contract checks of both traits ([`contract`]) and the
-//! registry of every structure kind they run over ([`registry`]). The
-//! scenario generators, the oracle and the `Vec`-backed constructors are in
-//! the user-facing host crate, `spatium-host`.
+//! layers of the hierarchical hash grid and the kd-tree over the
+//! broad-phase model ([`hhg_model`], [`kd_model`]), the deterministic
+//! contract checks of both traits ([`contract`]) and the registry of every
+//! structure kind they run over ([`registry`]). The scenario generators,
+//! the oracle and the `Vec`-backed constructors are in the user-facing host
+//! crate, `spatium-host`.
 
 #![forbid(unsafe_code)]
 
 pub mod contract;
 pub mod hhg_model;
+pub mod kd_model;
 pub mod model;
 pub mod props;
 pub mod registry;

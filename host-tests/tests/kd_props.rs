@@ -4,8 +4,9 @@
 //! remove, clear, pair enumeration in every candidate mode, box queries) on
 //! ids `0..40` (id capacity 36, so some ids are out of range), judged by the
 //! shared broad-phase model (`spatium_host_tests::model::BroadModel`, lazy:
-//! changes accumulate between detections) with the kd-tree's own
-//! predictions and record checks on top. Boxes are dyadic lattice boxes of edges
+//! changes accumulate between detections) with the kd-tree's layer on top
+//! (`spatium_host_tests::kd_model`, the same judge as the `kdtree` fuzz
+//! target: exact predictions, candidate modes, records and stats). Boxes are dyadic lattice boxes of edges
 //! `2⁻⁸` to `56` (so they coincide and touch exactly), zero-extent boxes,
 //! copies of stored boxes and boxes touching their faces, boxes moved by
 //! ±10⁶, huge and tiny finite values, and bad boxes (NaN, inverted,
@@ -50,7 +51,8 @@ use spatium::kdtree::{
     Candidates, KdBroadPhase, KdConfig, KdRecord, KdSlot, LinearKdTree, LocCode, SortAlgo, Split,
 };
 use spatium::{Aabb2, Aabb3, BoundingBox, BroadPhase, Error, Validate};
-use spatium_host_tests::model::{BoxSpec, BroadModel, BroadOp, is_structure_specific};
+use spatium_host_tests::kd_model::{Configured, KdModel, KdOp, nudged};
+use spatium_host_tests::model::{BoxSpec, BroadOp};
 
 /// Ids are `0..IDS`; those from `CAP` are out of range.
 const IDS: u8 = 40;
@@ -64,20 +66,7 @@ type Tree<B, K> = LinearKdTree<B, K, Vec<KdRecord<K>>>;
 // ---------------------------------------------------------------------------
 
 /// Boxes the tests can build unchecked (NaN, inverted, infinite).
-use spatium_host::boxes::{TestBox, corners, dim, overlap, same};
-
-/// The error a box must be refused with, independently of `check()`.
-fn box_error<B: BoundingBox>(b: &B) -> Option<Error> {
-    let (lo, hi) = corners(b);
-    let d = dim::<B>();
-    if (0..d).any(|k| !lo[k].is_finite() || !hi[k].is_finite()) {
-        Some(Error::NonFinite)
-    } else if (0..d).any(|k| lo[k] > hi[k]) {
-        Some(Error::InvertedBox)
-    } else {
-        None
-    }
-}
+use spatium_host::boxes::{TestBox, corners, dim, overlap};
 
 /// Finite `(lo, hi)` pairs far from the lattice: huge coordinates and
 /// edges, edges that overflow `f32` when subtracted, negative zero,
@@ -237,25 +226,6 @@ fn make_box<B: TestBox>(spec: &Spec, near: impl Fn(u8) -> Option<B>) -> B {
     B::raw(lo, hi)
 }
 
-/// `b` moved by `delta · 2^-exp` (the unit box at the origin if `None`).
-fn nudged<B: TestBox>(b: Option<B>, delta: &[i8; 3], exp: u8) -> B {
-    let Some(b) = b else {
-        return B::raw([0.0; 3], [1.0; 3]);
-    };
-    let (mut lo, mut hi) = corners(&b);
-    let s = 2f32.powi(-i32::from(exp));
-    for k in 0..3 {
-        let v = f32::from(delta[k]) * s;
-        lo[k] += v;
-        hi[k] += v;
-        // Huge boxes may round to an inverted or infinite box: keep it.
-        if !(lo[k].is_finite() && hi[k].is_finite() && lo[k] <= hi[k]) {
-            return b;
-        }
-    }
-    B::raw(lo, hi)
-}
-
 /// Normalised, sorted pairs; fails on self pairs and (`unique`) duplicates.
 fn normalise(v: &[(u32, u32)], unique: bool, what: &str) -> Result<Vec<(u32, u32)>, TestCaseError> {
     prop_assert!(
@@ -298,24 +268,6 @@ fn brute_pairs<B: BoundingBox>(boxes: &[B]) -> Vec<(u32, u32)> {
 // ---------------------------------------------------------------------------
 // Broad phase: model
 // ---------------------------------------------------------------------------
-
-/// The shared model (lazy: the kd-tree rebuilds at detection time, so
-/// changes accumulate; the pairs are compared on a clone after every op) and
-/// the boxes the record buffers hold.
-struct Model<B> {
-    m: BroadModel<B>,
-    room: usize,
-}
-
-impl<B: TestBox> Model<B> {
-    fn len(&self) -> usize {
-        self.m.len()
-    }
-
-    fn stored(&self, id: u8) -> Option<B> {
-        self.m.get(u32::from(id))
-    }
-}
 
 fn fail(e: String) -> TestCaseError {
     TestCaseError::fail(e)
@@ -367,297 +319,61 @@ fn ops(max_ops: usize) -> impl Strategy<Value = Vec<Op>> {
 
 /// One broad-phase configuration.
 struct Setup<B> {
-    cfg: KdConfig<B>,
+    cfg: Configured<B>,
     /// Length of each record buffer.
     records: usize,
-    /// The fixed root, if any (for the `clamped` count).
-    root: Option<B>,
-    /// Whether the config splits boxes.
-    splits: bool,
 }
 
 fn setup<B: TestBox>(cfg: KdConfig<B>, records: usize) -> Setup<B> {
     Setup {
-        cfg,
+        // Reuse may be on (not readable from the configuration).
+        cfg: Configured::new(cfg, None, true),
         records,
-        root: None,
-        splits: cfg.split() != Split::None,
     }
 }
 
 fn with_root<B: TestBox>(cfg: KdConfig<B>, records: usize, lo: f32, hi: f32) -> Setup<B> {
     let root = B::raw([lo; 3], [hi; 3]);
-    let mut s = setup(cfg.with_root(Some(root)).unwrap(), records);
-    s.root = Some(root);
-    s
+    Setup {
+        cfg: Configured::new(cfg.with_root(Some(root)).unwrap(), Some(root), true),
+        records,
+    }
 }
 
-/// A box lies inside the root cell (as `KdStats::clamped` counts it: the
-/// upper face belongs to the next cell).
-fn inside<B: BoundingBox>(b: &B, root: &B) -> bool {
-    let (lo, hi) = corners(b);
-    let (rl, rh) = corners(root);
-    (0..dim::<B>()).all(|k| {
-        f64::from(lo[k]) >= f64::from(rl[k])
-            && f64::from(hi[k]) < f64::from(rl[k]) + (f64::from(rh[k]) - f64::from(rl[k]))
-    })
+/// The kd layer's operation for `op`: boxes made here (the kd-tree's own
+/// generators: far, zero and exotic boxes), judged by the shared model with
+/// the kd-tree's layer (`spatium_host_tests::kd_model`).
+fn kd_op<B: TestBox>(m: &KdModel<B>, op: &Op) -> KdOp<B> {
+    let make = |spec: &Spec| BoxSpec::Exact(make_box::<B>(spec, |of| m.broad.get(u32::from(of))));
+    match op {
+        Op::Insert(id, spec) => KdOp::Broad(BroadOp::Insert(u32::from(*id), make(spec))),
+        Op::Update(id, spec) => KdOp::Broad(BroadOp::Update(u32::from(*id), make(spec))),
+        Op::Nudge(id, delta, exp) => KdOp::Nudge(u32::from(*id), *delta, *exp),
+        Op::Remove(id) => KdOp::Broad(BroadOp::Remove(u32::from(*id))),
+        Op::Query(spec) => KdOp::Broad(BroadOp::Query(make(spec))),
+        Op::Clear => KdOp::Broad(BroadOp::Clear),
+        Op::Pairs => KdOp::Pairs,
+    }
 }
 
-fn sorted_pairs<B: BoundingBox, K: LocCode>(
-    bp: &mut Bp<B, K>,
-    what: &str,
-) -> Result<Vec<(u32, u32)>, TestCaseError> {
-    let mut v = Vec::new();
-    let r = bp.for_each_overlap(|a, b| v.push((a, b)));
-    prop_assert_eq!(r, Ok(()), "{}: for_each_pair", what);
-    normalise(&v, true, what)
-}
-
-/// What a rebuilt structure must look like: stats and records against the
-/// model.
-fn check_built<B: TestBox, K: LocCode>(
-    bp: &Bp<B, K>,
-    m: &Model<B>,
-    s: &Setup<B>,
-) -> TestCaseResult {
-    let n = m.len();
-    let st = bp.stats();
-    let t = bp.tree();
-    let recs = t.records();
-    prop_assert_eq!(st.elements, n, "stats {:?}", st);
-    prop_assert_eq!(st.records, recs.len(), "stats {:?}", st);
-    prop_assert!(st.records >= n && st.records <= 8 * n, "stats {:?}", st);
-    prop_assert!(st.records <= s.records, "stats {:?}", st);
-    prop_assert!(
-        st.split_elements + st.unsplit_for_room <= n,
-        "stats {:?}",
-        st
-    );
-    prop_assert!(st.clamped <= n, "stats {:?}", st);
-    prop_assert_eq!(
-        st.depth,
-        dim::<B>() as u32 * st.bits_per_axis,
-        "stats {:?}",
-        st
-    );
-    prop_assert!(
-        st.bits_per_axis <= K::max_bits_per_axis(dim::<B>()),
-        "stats {:?}",
-        st
-    );
-    if !s.splits {
-        prop_assert_eq!(st.records, n, "no split: one record per box");
-        prop_assert_eq!(st.split_elements, 0);
-    }
-    // Each stored id has exactly `pieces()` records, with distinct pieces.
-    let mut count = [0usize; CAP];
-    let mut seen = [0u8; CAP];
-    for r in recs {
-        let id = r.id() as usize;
-        prop_assert!(
-            id < CAP && m.m.slots[id].is_some(),
-            "record of absent id {}",
-            id
-        );
-        count[id] += 1;
-        prop_assert!(seen[id] & (1 << r.piece()) == 0, "piece twice: {:?}", r);
-        seen[id] |= 1 << r.piece();
-        prop_assert!(t.cell(r.key).is_some() || t.frame().is_none() || n == 0);
-    }
-    for r in recs {
-        prop_assert_eq!(count[r.id() as usize], r.pieces(), "pieces of {:?}", r);
-    }
-    let split = count.iter().filter(|&&c| c > 1).count();
-    prop_assert_eq!(split, st.split_elements, "stats {:?}", st);
-    if n > 0 {
-        // No frame only when the root's corners overflow `f32`.
-        let frame = t.frame();
-        prop_assert!(frame.is_some() || s.root.is_none());
-        if let Some((_, bits)) = frame {
-            prop_assert_eq!(bits, st.bits_per_axis);
-        }
-        if let (Some(root), Some((fr, _))) = (s.root, frame) {
-            prop_assert!(same(&fr, &root), "frame {:?} != root {:?}", fr, root);
-            let out =
-                m.m.slots
-                    .iter()
-                    .flatten()
-                    .filter(|b| !inside(*b, &root))
-                    .count();
-            prop_assert_eq!(st.clamped, out, "stats {:?}", st);
-        }
-    }
-    Ok(())
-}
-
-/// Everything the model predicts, after every operation. Pairs are taken on
-/// a clone, so the structure itself keeps its pending changes.
-fn check<B: TestBox, K: LocCode>(bp: &Bp<B, K>, m: &Model<B>, s: &Setup<B>) -> TestCaseResult {
-    // validate, box_count, capacity, get of every id: the shared model's.
-    let mut c = bp.clone();
-    m.m.check(&mut c).map_err(fail)?;
-    prop_assert_eq!(sorted_pairs(&mut c, "clone")?, m.m.pairs());
-    if let Err(e) = c.validate() {
-        return Err(TestCaseError::fail(format!("validate after rebuild: {e}")));
-    }
-    check_built(&c, m, s)
-}
-
-/// Everything a refused operation must keep.
-#[derive(Debug, PartialEq)]
-struct Snapshot<B, K> {
-    len: usize,
-    gets: Vec<Option<B>>,
-    pairs: Vec<(u32, u32)>,
-    records: Vec<KdRecord<K>>,
-    stats: spatium::kdtree::KdStats,
-}
-
-fn snapshot<B: BoundingBox, K: LocCode>(bp: &Bp<B, K>) -> Result<Snapshot<B, K>, TestCaseError> {
-    let mut c = bp.clone();
-    Ok(Snapshot {
-        len: bp.box_count(),
-        gets: (0..u32::from(IDS)).map(|id| bp.get(id)).collect(),
-        pairs: sorted_pairs(&mut c, "snapshot")?,
-        records: bp.tree().records().to_vec(),
-        stats: bp.stats(),
-    })
-}
-
-/// The result of inserting `b` at `id`: `Ok` or one of the applicable errors.
-fn insert_allowed<B: TestBox>(m: &Model<B>, id: u8, b: &B) -> Vec<Result<(), Error>> {
-    let idu = u32::from(id);
-    if usize::from(id) >= CAP {
-        return vec![Err(Error::IdOutOfRange { id: idu })];
-    }
-    let mut v = Vec::new();
-    if let Some(e) = box_error(b) {
-        v.push(Err(e));
-    }
-    if m.stored(id).is_some() {
-        v.push(Err(Error::DuplicateId { id: idu }));
-    }
-    if m.len() >= m.room {
-        v.push(Err(Error::CapacityExceeded { capacity: m.room }));
-    }
-    if v.is_empty() {
-        v.push(Ok(()));
-    }
-    v
-}
-
-/// Applies one operation: judged by the shared model (ids, boxes, answers),
-/// with the kd-tree's own predictions on top (`CapacityExceeded` exactly
-/// when the records are full, nudges always accepted, queries never
-/// refused), its candidate modes, and a refused operation keeping its
-/// records and stats.
-fn apply<B: TestBox, K: LocCode>(bp: &mut Bp<B, K>, m: &mut Model<B>, op: &Op) -> TestCaseResult {
-    let before = snapshot(bp)?;
-    let r: Result<(), Error> = match op {
-        Op::Insert(id, spec) => {
-            let b = make_box::<B>(spec, |of| m.stored(of));
-            let allowed = insert_allowed(m, *id, &b);
-            let op = BroadOp::Insert(u32::from(*id), BoxSpec::Exact(b));
-            let r = m.m.apply(bp, &op).map_err(fail)?;
-            prop_assert!(
-                allowed.contains(&r),
-                "insert({}, {:?}) = {:?}, allowed {:?}",
-                id,
-                b,
-                r,
-                allowed
-            );
-            r
-        }
-        Op::Update(id, spec) => {
-            let b = make_box::<B>(spec, |of| m.stored(of));
-            let op = BroadOp::Update(u32::from(*id), BoxSpec::Exact(b));
-            let r = m.m.apply(bp, &op).map_err(fail)?;
-            prop_assert!(
-                r.is_ok() || !r.as_ref().err().is_some_and(is_structure_specific),
-                "update({}, {:?}) = {:?}",
-                id,
-                b,
-                r
-            );
-            r
-        }
-        Op::Nudge(id, delta, exp) => {
-            let idu = u32::from(*id);
-            let b = nudged(m.stored(*id), delta, *exp);
-            let want = if usize::from(*id) >= CAP {
-                Err(Error::IdOutOfRange { id: idu })
-            } else if m.stored(*id).is_none() {
-                Err(Error::UnknownId { id: idu })
-            } else {
-                Ok(())
-            };
-            let r =
-                m.m.apply(bp, &BroadOp::Update(idu, BoxSpec::Exact(b)))
-                    .map_err(fail)?;
-            prop_assert_eq!(r, want, "nudge({}) to {:?}", id, b);
-            r
-        }
-        Op::Remove(id) => {
-            m.m.apply(bp, &BroadOp::Remove(u32::from(*id)))
-                .map_err(fail)?
-        }
-        Op::Query(spec) => {
-            let q = make_box::<B>(spec, |of| m.stored(of));
-            let r =
-                m.m.apply(bp, &BroadOp::Query(BoxSpec::Exact(q)))
-                    .map_err(fail)?;
-            prop_assert_eq!(r, box_error(&q).map_or(Ok(()), Err), "query {:?}", q);
-            r
-        }
-        Op::Clear => m.m.apply(bp, &BroadOp::Clear).map_err(fail)?,
-        Op::Pairs => {
-            // Determinism, the model's pairs, every stored box as a query.
-            let r = m.m.apply(bp, &BroadOp::Overlaps).map_err(fail)?;
-            prop_assert_eq!(r, Ok(()));
-            let want = m.m.pairs();
-            let mut raw = Vec::new();
-            bp.for_each_candidate_pair(Candidates::Raw, |x, y| raw.push((x, y)))
-                .unwrap();
-            prop_assert_eq!(raw.len() as u64, bp.tree().count_raw(), "count_raw");
-            let raw = normalise(&raw, false, "raw")?;
-            prop_assert_eq!(missing(&raw, &want), vec![], "raw misses pairs");
-            let mut uni = Vec::new();
-            bp.for_each_candidate_pair(Candidates::Unique, |x, y| uni.push((x, y)))
-                .unwrap();
-            let uni = normalise(&uni, true, "unique")?;
-            prop_assert_eq!(missing(&uni, &want), vec![], "unique misses pairs");
-            prop_assert_eq!(missing(&raw, &uni), vec![], "unique not within raw");
-            let mut ex = Vec::new();
-            bp.for_each_candidate_pair(Candidates::Exact, |x, y| ex.push((x, y)))
-                .unwrap();
-            prop_assert_eq!(normalise(&ex, true, "exact")?, want);
-            Ok(())
-        }
-    };
-    if let Err(e) = r {
-        let after = snapshot(bp)?;
-        prop_assert_eq!(after, before, "{:?} refused with {:?} but changed", op, e);
-    }
-    Ok(())
-}
-
-fn run_bp<B: TestBox, K: LocCode>(s: Setup<B>, ops: &[Op]) -> TestCaseResult {
-    let mut bp: Bp<B, K> = KdBroadPhase::new(
+fn new_bp<B: TestBox, K: LocCode>(s: &Setup<B>) -> (Bp<B, K>, KdModel<B>) {
+    let bp = KdBroadPhase::new(
         vec![KdSlot::EMPTY; CAP],
         vec![KdRecord::EMPTY; s.records],
         vec![KdRecord::EMPTY; s.records],
-        s.cfg,
+        s.cfg.config,
     );
-    let mut m = Model {
-        m: BroadModel::new(CAP).lazy(),
-        room: s.records.min(CAP),
-    };
-    check(&bp, &m, &s)?;
+    (bp, KdModel::new(CAP, s.records, s.cfg))
+}
+
+fn run_bp<B: TestBox, K: LocCode>(s: Setup<B>, ops: &[Op]) -> TestCaseResult {
+    let (mut bp, mut m) = new_bp::<B, K>(&s);
+    m.check(&bp).map_err(fail)?;
     for (k, op) in ops.iter().enumerate() {
-        apply(&mut bp, &mut m, op)
-            .and_then(|()| check(&bp, &m, &s))
-            .map_err(|e| TestCaseError::fail(format!("op {k} ({op:?}): {e}")))?;
+        let op = kd_op(&m, op);
+        let _ = m
+            .apply(&mut bp, &op)
+            .map_err(|e| TestCaseError::fail(format!("op {k}: {e}")))?;
     }
     Ok(())
 }
@@ -1347,32 +1063,10 @@ fn generators_cover_the_interesting_states() {
             (setup::<Aabb3>(d().with_temporal_reuse(true), FULL), true),
             (with_root::<Aabb3>(d(), ROOMY, -1.0, 1.0), false),
         ] {
-            let mut bp: Bp<Aabb3, u64> = KdBroadPhase::new(
-                vec![KdSlot::EMPTY; CAP],
-                vec![KdRecord::EMPTY; s.records],
-                vec![KdRecord::EMPTY; s.records],
-                s.cfg,
-            );
-            let mut m = Model {
-                m: BroadModel::new(CAP).lazy(),
-                room: s.records.min(CAP),
-            };
+            let (mut bp, mut m) = new_bp::<Aabb3, u64>(&s);
             for op in &ops {
-                let mut probe = bp.clone();
-                let r = match op {
-                    Op::Insert(id, spec) => {
-                        probe.insert(u32::from(*id), make_box::<Aabb3>(spec, |of| m.stored(of)))
-                    }
-                    Op::Update(id, spec) => {
-                        probe.update(u32::from(*id), make_box::<Aabb3>(spec, |of| m.stored(of)))
-                    }
-                    Op::Nudge(id, delta, exp) => {
-                        probe.update(u32::from(*id), nudged(m.stored(*id), delta, *exp))
-                    }
-                    Op::Remove(id) => probe.remove(u32::from(*id)).map(|_| ()),
-                    _ => Ok(()),
-                };
-                if let Err(e) = r {
+                let op = kd_op(&m, op);
+                if let Err(e) = m.apply(&mut bp, &op).unwrap() {
                     errors.push(
                         format!("{e:?}")
                             .split([' ', '{'])
@@ -1381,7 +1075,6 @@ fn generators_cover_the_interesting_states() {
                             .to_owned(),
                     );
                 }
-                apply(&mut bp, &mut m, op).unwrap();
                 bp.for_each_overlap(|_, _| {}).unwrap();
                 let st = bp.stats();
                 split += st.split_elements;
