@@ -3,7 +3,8 @@
 //! ([`props`]), one operation model per trait ([`model`]: broad phase and
 //! neighbour search, with proptest strategies and `arbitrary` impls), the
 //! layers of the hierarchical hash grid and the kd-tree over the
-//! broad-phase model ([`hhg_model`], [`kd_model`]), the deterministic
+//! broad-phase model ([`hhg_model`], [`kd_model`]) and of the uniform
+//! hashes over the search model ([`uniform_model`]), the deterministic
 //! contract checks of both traits ([`contract`]) and the registry of every
 //! structure kind they run over ([`registry`]). The scenario generators,
 //! the oracle and the `Vec`-backed constructors are in the user-facing host
