@@ -239,11 +239,24 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u
     /// and, unless it stays in its grid, the range check of the level it
     /// would go to (levels exist once a bounded box does).
     pub(super) fn check_update(&self, k: u32, b: &B) -> Result<(), Error> {
+        Self::check_box(k, b)?;
+        self.check_move(k, b)
+    }
+
+    /// The box checks of the kind of box keyed `k` (an unbounded object
+    /// takes infinite extents).
+    fn check_box(k: u32, b: &B) -> Result<(), Error> {
         if k == KEY_UNBOUNDED {
-            return Self::check_unbounded(b);
+            Self::check_unbounded(b)
+        } else {
+            b.check()
         }
-        b.check()?;
-        if !self.stays(k, b) {
+    }
+
+    /// The range check of the level a checked box `b` keyed `k` would go to,
+    /// unless it stays in its grid (unbounded objects have none).
+    fn check_move(&self, k: u32, b: &B) -> Result<(), Error> {
+        if k != KEY_UNBOUNDED && !self.stays(k, b) {
             self.ideal(b)?;
         }
         Ok(())
@@ -343,16 +356,10 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u
     /// error nothing has changed.
     pub(super) fn update_batch(&mut self, updates: &[(u32, B)]) -> Result<(), Error> {
         for (id, b) in updates {
-            let k = self.stored_key(*id)?;
-            if k == KEY_UNBOUNDED {
-                Self::check_unbounded(b)?;
-            } else {
-                b.check()?;
-            }
+            Self::check_box(self.stored_key(*id)?, b)?;
         }
         for (id, b) in updates {
-            let k = self.slots.as_ref()[*id as usize].key;
-            self.check_update(k, b)?;
+            self.check_move(self.slots.as_ref()[*id as usize].key, b)?;
         }
         for &(id, b) in updates {
             self.apply_update(id, b);
@@ -436,23 +443,33 @@ mod tests {
         Aabb3::new(Vec3::new(x, 0.0, 0.0), Vec3::new(x + 1.0, 1.0, 1.0)).unwrap()
     }
 
+    /// A box with a NaN coordinate.
+    const NAN_BOX: Aabb3 = Aabb3 {
+        min: Vec3::new(f32::NAN, 0.0, 0.0),
+        max: Vec3::new(1.0, 1.0, 1.0),
+    };
+
+    /// Four ids, room for grids; flat (all-pairs) below `small_n` boxes.
+    fn grid(
+        small_n: u32,
+    ) -> HierarchicalHashGrid<Aabb3, [HhgSlot<Aabb3>; 4], [HhgRecord; 4], [u32; 4096]> {
+        HierarchicalHashGrid::new(
+            [HhgSlot::EMPTY; 4],
+            [HhgRecord::EMPTY; 4],
+            [0u32; 4096],
+            HhgConfig::DEFAULT.with_small_n_threshold(small_n),
+        )
+    }
+
     /// A bad box on a stored id reports the box's error, as every broad
     /// phase does (the id's range, the box, then the id's slot), for bounded
     /// and unbounded inserts alike.
     #[test]
     fn insert_reports_the_box_before_the_duplicate() {
         for small_n in [0, 64] {
-            let mut g = HierarchicalHashGrid::<Aabb3, _, _, _>::new(
-                [HhgSlot::EMPTY; 4],
-                [HhgRecord::EMPTY; 4],
-                [0u32; 4096],
-                HhgConfig::DEFAULT.with_small_n_threshold(small_n),
-            );
+            let mut g = grid(small_n);
             g.insert(1, cube(0.0)).unwrap();
-            let nan = Aabb3 {
-                min: Vec3::new(f32::NAN, 0.0, 0.0),
-                max: Vec3::new(1.0, 1.0, 1.0),
-            };
+            let nan = NAN_BOX;
             let inverted = Aabb3 {
                 min: Vec3::new(2.0, 0.0, 0.0),
                 max: Vec3::new(1.0, 1.0, 1.0),
@@ -473,12 +490,7 @@ mod tests {
     #[test]
     fn update_many_checks_everything_first() {
         for small_n in [0, 64] {
-            let mut g = HierarchicalHashGrid::<Aabb3, _, _, _>::new(
-                [HhgSlot::EMPTY; 4],
-                [HhgRecord::EMPTY; 4],
-                [0u32; 4096],
-                HhgConfig::DEFAULT.with_small_n_threshold(small_n),
-            );
+            let mut g = grid(small_n);
             let floor = Aabb3 {
                 min: Vec3::new(f32::NEG_INFINITY, f32::NEG_INFINITY, f32::NEG_INFINITY),
                 max: Vec3::new(f32::INFINITY, f32::INFINITY, 0.0),
@@ -505,10 +517,7 @@ mod tests {
             assert_eq!(g.get(1), Some(cube(0.5)));
             // The trait's order: a bad box anywhere in the batch wins over a
             // box out of range before it.
-            let nan = Aabb3 {
-                min: Vec3::new(f32::NAN, 0.0, 0.0),
-                max: Vec3::new(1.0, 1.0, 1.0),
-            };
+            let nan = NAN_BOX;
             assert_eq!(g.update_many(&[(2, far), (1, nan)]), Err(Error::NonFinite));
             assert_eq!((g.get(1), g.get(2)), (Some(cube(0.5)), Some(cube(5.0))));
             g.validate().unwrap();
