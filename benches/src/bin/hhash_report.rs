@@ -1609,7 +1609,7 @@ fn len_write(md: &mut String, sz: &Sizes, s: &LenSection) {
         md,
         "## 4. Table length `n` around the guidance\n\n\
          `n = table_len(elements, factor)` (elements × factor rounded up to a power \
-         of two); factor 100 is the paper's guidance (`table_len_for`). *Buckets written*: \
+         of two); factor 100 is the paper's guidance (`table::SLOTS_PER_OBJECT`). *Buckets written*: \
          buckets holding entries or `hasChildren` flags of the current step; *shared*: buckets \
          holding elements whose lowest cells differ (`stats_refreshed()`; an estimate of collisions \
          between cells that also counts neighbouring objects meeting in one cell). Candidates \

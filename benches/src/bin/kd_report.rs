@@ -1410,7 +1410,7 @@ fn write_tables(
          Phases (median over the steps, ms; the total is the median of whole steps): validate = \
          box checks, bounds and frame (`BuildPhase::Validated`); codes = splitting and keys \
          (`Coded`); sort = radix or `sort_unstable` or, with temporal reuse, the insertion-sort \
-         repair (`Sorted`); sweep = `for_each_candidate` (raw: counting only; unique / exact: \
+         repair (`Sorted`); sweep = `for_each_candidate_pair` (raw: counting only; unique / exact: \
          counting and checksumming). `bits`: bits per axis chosen (u32 holds at most 10 in 3D; \
          a u32 row with fewer bits than its u64 row was capped and uses coarser cells). \
          `records/N`: at the last step. `cap/N`: record buffer length per element \

@@ -385,7 +385,7 @@ pub fn run(mut report: impl FnMut(Figure)) {
     let mut n = 0u32;
     fig(
         r,
-        "LinearKdTree<u64> for_each_candidate",
+        "LinearKdTree<u64> for_each_candidate_pair",
         (1024, 1024),
         || tree.for_each_candidate_pair(&boxes, Candidates::Exact, |_, _| n += 1),
     )
