@@ -193,6 +193,15 @@ pub trait Point:
     /// that for every neighbour offset `d`, exactly one of `d` and `-d` is listed
     /// (the zero offset is not).
     const HALF_STENCIL: &'static [Self::Cell];
+    /// The rows of the full stencil, as offsets with `x = 0`: 9 (3D) or 3
+    /// (2D). Cells `x-1..=x+1` of a row are consecutive in
+    /// [`cell_row_key`](Self::cell_row_key) order, so a structure sorted by
+    /// that key holds each row as one contiguous range.
+    const ROWS: &'static [Self::Cell];
+    /// The rows of the forward half stencil, as offsets with `x = 0`: 4 (3D)
+    /// or 1 (2D). With the cell `x + 1` of the own row they cover
+    /// [`HALF_STENCIL`](Self::HALF_STENCIL) exactly (three cells per row).
+    const HALF_ROWS: &'static [Self::Cell];
 
     /// Coordinate along `axis` (`axis < DIM`; larger values read the last axis).
     fn coord(self, axis: usize) -> f32;
@@ -219,6 +228,12 @@ pub trait Point:
     /// Morton (Z-order) code of a cell whose coordinates are non-negative and
     /// below 2²¹ (3D) or 2³² (2D): bits of the axes interleaved, x lowest.
     fn cell_morton(c: Self::Cell) -> u64;
+    /// Row-major key of a cell (x fastest, then y, then z), 17 bits per
+    /// axis: `x + 8` in bits 0–16, `y + 8` from bit 17, `z + 8` from bit 34.
+    /// Exact and linear for coordinates in `-8..2¹⁷ - 8`, which holds every
+    /// cell of [`crate::uniform`] and its neighbours, so `key(c + (1, 0, 0))
+    /// = key(c) + 1` and a row `x-1..=x+1` is a key interval.
+    fn cell_row_key(c: Self::Cell) -> u64;
     /// The spatial hash of a cell before reduction to the table length:
     /// `x·73856093 ⊕ y·19349663 [⊕ z·83492791]` in wrapping 32-bit arithmetic.
     fn cell_hash(c: Self::Cell) -> u32;
@@ -339,6 +354,29 @@ static HALF3: [[i32; 3]; 13] = half3();
 static STENCIL2: [[i32; 2]; 9] = stencil2();
 static HALF2: [[i32; 2]; 4] = half2();
 
+/// Rows of the 3D stencil, `(dy, dz)` z-major, as cells with `x = 0`.
+static ROWS3: [[i32; 3]; 9] = [
+    [0, -1, -1],
+    [0, 0, -1],
+    [0, 1, -1],
+    [0, -1, 0],
+    [0, 0, 0],
+    [0, 1, 0],
+    [0, -1, 1],
+    [0, 0, 1],
+    [0, 1, 1],
+];
+/// The forward rows: `(dy, dz)` lexicographically positive in `(z, y)`.
+static HALF_ROWS3: [[i32; 3]; 4] = [[0, 1, 0], [0, -1, 1], [0, 0, 1], [0, 1, 1]];
+static ROWS2: [[i32; 2]; 3] = [[0, -1], [0, 0], [0, 1]];
+static HALF_ROWS2: [[i32; 2]; 1] = [[0, 1]];
+
+/// One axis's field of [`Point::cell_row_key`].
+#[inline(always)]
+const fn row_field(c: i32) -> u64 {
+    (c.wrapping_add(8) as u32 as u64) & 0x1_ffff
+}
+
 impl Point for Vec3 {
     const DIM: usize = 3;
     const ZERO: Self = Self::ZERO;
@@ -347,6 +385,8 @@ impl Point for Vec3 {
     type Aabb = Aabb3;
     const STENCIL: &'static [[i32; 3]] = &STENCIL3;
     const HALF_STENCIL: &'static [[i32; 3]] = &HALF3;
+    const ROWS: &'static [[i32; 3]] = &ROWS3;
+    const HALF_ROWS: &'static [[i32; 3]] = &HALF_ROWS3;
 
     #[inline(always)]
     fn coord(self, axis: usize) -> f32 {
@@ -404,6 +444,10 @@ impl Point for Vec3 {
         spread3(c[0] as u32) | (spread3(c[1] as u32) << 1) | (spread3(c[2] as u32) << 2)
     }
     #[inline(always)]
+    fn cell_row_key(c: [i32; 3]) -> u64 {
+        row_field(c[0]) | (row_field(c[1]) << 17) | (row_field(c[2]) << 34)
+    }
+    #[inline(always)]
     fn cell_hash(c: [i32; 3]) -> u32 {
         (c[0] as u32).wrapping_mul(HASH_PRIMES[0])
             ^ (c[1] as u32).wrapping_mul(HASH_PRIMES[1])
@@ -419,6 +463,8 @@ impl Point for Vec2 {
     type Aabb = Aabb2;
     const STENCIL: &'static [[i32; 2]] = &STENCIL2;
     const HALF_STENCIL: &'static [[i32; 2]] = &HALF2;
+    const ROWS: &'static [[i32; 2]] = &ROWS2;
+    const HALF_ROWS: &'static [[i32; 2]] = &HALF_ROWS2;
 
     #[inline(always)]
     fn coord(self, axis: usize) -> f32 {
@@ -465,6 +511,10 @@ impl Point for Vec2 {
     #[inline(always)]
     fn cell_morton(c: [i32; 2]) -> u64 {
         spread2(c[0] as u32) | (spread2(c[1] as u32) << 1)
+    }
+    #[inline(always)]
+    fn cell_row_key(c: [i32; 2]) -> u64 {
+        row_field(c[0]) | (row_field(c[1]) << 17)
     }
     #[inline(always)]
     fn cell_hash(c: [i32; 2]) -> u32 {
@@ -649,6 +699,81 @@ mod tests {
             let a = Vec2::HALF_STENCIL.contains(d);
             let b = Vec2::HALF_STENCIL.contains(&[-d[0], -d[1]]);
             assert!(a ^ b);
+        }
+    }
+
+    /// The rows cover the stencils: every full-stencil offset is `row + (dx,
+    /// 0, 0)` for exactly one row, and the half rows with `(1, 0, 0)` are
+    /// the half stencil.
+    #[test]
+    fn rows_cover_the_stencils() {
+        /// The cells `row + (dx, 0, 0)`, `dx` in `-1..=1`, as 3D arrays,
+        /// sorted, in `out`; returns how many.
+        fn expand<P: Point>(
+            rows: &[P::Cell],
+            extra: Option<[i32; 3]>,
+            out: &mut [[i32; 3]; 27],
+        ) -> usize {
+            let mut m = 0;
+            for &r in rows {
+                for dx in -1..=1 {
+                    let c = P::cell_add(r, P::cell_from_fn(|k| if k == 0 { dx } else { 0 }));
+                    out[m] =
+                        core::array::from_fn(|k| if k < P::DIM { P::cell_coord(c, k) } else { 0 });
+                    m += 1;
+                }
+            }
+            if let Some(e) = extra {
+                out[m] = e;
+                m += 1;
+            }
+            out[..m].sort_unstable();
+            m
+        }
+        fn flat<P: Point>(cells: &[P::Cell], out: &mut [[i32; 3]; 27]) -> usize {
+            for (o, &c) in out.iter_mut().zip(cells) {
+                *o = core::array::from_fn(|k| if k < P::DIM { P::cell_coord(c, k) } else { 0 });
+            }
+            out[..cells.len()].sort_unstable();
+            cells.len()
+        }
+        let (mut a, mut b) = ([[0; 3]; 27], [[0; 3]; 27]);
+        let m = expand::<Vec3>(Vec3::ROWS, None, &mut a);
+        let f = flat::<Vec3>(Vec3::STENCIL, &mut b);
+        assert_eq!(a[..m], b[..f]);
+        let m = expand::<Vec2>(Vec2::ROWS, None, &mut a);
+        let f = flat::<Vec2>(Vec2::STENCIL, &mut b);
+        assert_eq!(a[..m], b[..f]);
+        let m = expand::<Vec3>(Vec3::HALF_ROWS, Some([1, 0, 0]), &mut a);
+        let f = flat::<Vec3>(Vec3::HALF_STENCIL, &mut b);
+        assert_eq!(a[..m], b[..f]);
+        let m = expand::<Vec2>(Vec2::HALF_ROWS, Some([1, 0, 0]), &mut a);
+        let f = flat::<Vec2>(Vec2::HALF_STENCIL, &mut b);
+        assert_eq!(a[..m], b[..f]);
+    }
+
+    /// The row key is row-major (x fastest) and linear over the cells of the
+    /// uniform grid and their neighbours.
+    #[test]
+    fn row_key_is_row_major_and_linear() {
+        let top = 2 * crate::cell::UNIFORM_RANGE_CELLS + 2;
+        for c in [
+            [-3, 0, 5],
+            [0, 0, 0],
+            [7, top, 2],
+            [top, top, top],
+            [-3, -3, -3],
+        ] {
+            let k = Vec3::cell_row_key(c);
+            assert_eq!(Vec3::cell_row_key([c[0] + 1, c[1], c[2]]), k + 1);
+            assert_eq!(Vec3::cell_row_key([c[0], c[1] + 1, c[2]]), k + (1 << 17));
+            assert_eq!(Vec3::cell_row_key([c[0], c[1], c[2] + 1]), k + (1 << 34));
+            assert!(
+                Vec3::cell_row_key([top, c[1], c[2]]) < Vec3::cell_row_key([-3, c[1] + 1, c[2]])
+            );
+            let k2 = Vec2::cell_row_key([c[0], c[1]]);
+            assert_eq!(Vec2::cell_row_key([c[0] + 1, c[1]]), k2 + 1);
+            assert_eq!(Vec2::cell_row_key([c[0], c[1] + 1]), k2 + (1 << 17));
         }
     }
 

@@ -25,8 +25,8 @@
 /// // The grid is centred on the data: the two particles sit in the cells on
 /// // either side of its origin.
 /// assert_eq!((s.particles, s.table_slots, s.occupied_slots), (2, 64, 2));
-/// // 8 bytes per slot and 40 per particle (3D): the documented `8T + 40N`.
-/// assert_eq!(hash.memory_bytes(), 8 * 64 + 40 * 8);
+/// // 8 bytes per slot and 24 per particle (3D): the documented `8T + 24N`.
+/// assert_eq!(hash.memory_bytes(), 8 * 64 + 24 * 8);
 /// ```
 pub trait Inspect {
     /// The structure's occupancy figures.
@@ -118,7 +118,7 @@ mod tests {
                 "{st:?}"
             );
         }
-        assert_eq!(s.memory_bytes(), 8 * 1024 + 40 * 8);
+        assert_eq!(s.memory_bytes(), 8 * 1024 + 24 * 8);
         assert_eq!(b.memory_bytes(), (16 + 4 * 4) * 1024 + 24 * 8);
         assert_eq!(l.memory_bytes(), 8 * 1024 + 32 * 8);
     }

@@ -15,7 +15,7 @@
 //!
 //! | structure | bytes (3D) | bytes (2D) |
 //! |---|---|---|
-//! | [`uniform::CellSortedHash`] | `8T + 40N` | `8T + 32N` |
+//! | [`uniform::CellSortedHash`] | `8T + 24N` | `8T + 20N` |
 //! | [`uniform::BucketHash`] (`K` slots per bucket) | `(16 + 4K)T + 24N` | `(16 + 4K)T + 16N` |
 //! | [`uniform::LinkedHash`] | `8T + 32N` | `8T + 24N` |
 //! | [`BruteForceNeighbors`] | `12N` | `8N` |

@@ -22,7 +22,9 @@
 //!   `sorted()`, `occupied_cells`, `colliding_cells`;
 //! * `Inspect::memory_bytes` against the documented formulas, and
 //!   `Inspect::stats` (particles, capacity, radius, table slots, occupied
-//!   slots = distinct buckets of the stored particles);
+//!   slots = distinct buckets of the stored particles; for the cell-sorted
+//!   hash, which probes linearly, one slot per occupied cell when the table
+//!   has two slots per cell, else none);
 //! * `for_each_pair` is deterministic; `clear` keeps the radius.
 //!
 //! Used by `tests/uniform_props.rs` (proptest: fixed table lengths, the
@@ -561,7 +563,7 @@ impl<P: Point, const K: usize> UniformWorld<P, K> {
         self.models[0].check(&self.sorted).map_err(named(0))?;
         self.models[1].check(&self.bucket).map_err(named(1))?;
         self.models[2].check(&self.linked).map_err(named(2))?;
-        let sorted_mem = 8 * t + if three { 40 } else { 32 } * self.capacity;
+        let sorted_mem = 8 * t + if three { 24 } else { 20 } * self.capacity;
         let bucket_mem = (16 + 4 * k) * t + if three { 24 } else { 16 } * self.capacity;
         let linked_mem = 8 * t + if three { 32 } else { 24 } * self.capacity;
         self.common(0, &self.sorted, self.sorted.grid(), sorted_mem)
@@ -592,6 +594,16 @@ impl<P: Point, const K: usize> UniformWorld<P, K> {
         );
         let occupied = match (&self.grids[i], m.points.is_empty()) {
             (_, true) => 0,
+            // The cell-sorted hash indexes its cells by open addressing, one
+            // slot each, when the table has two slots per cell; none otherwise.
+            (Some(g), false) if i == 0 => {
+                let cells = occupancy(g, &m.points)?.1;
+                if 2 * cells <= self.table_len {
+                    cells
+                } else {
+                    0
+                }
+            }
             (Some(g), false) => occupancy(g, &m.points)?.0,
             (None, false) => return Err("stored particles without a grid".into()),
         };

@@ -208,11 +208,11 @@ fn memory_formulas() {
     assert_eq!(size_of::<uniform::TableSlot>(), 8);
     assert_eq!(
         size_of::<uniform::SortedParticle<Vec3>>() + size_of::<uniform::CellRecord<Vec3>>(),
-        40
+        24
     );
     assert_eq!(
         size_of::<uniform::SortedParticle<Vec2>>() + size_of::<uniform::CellRecord<Vec2>>(),
-        32
+        20
     );
     assert_eq!(size_of::<uniform::Bucket<16>>(), 16 + 4 * 16);
     assert_eq!(size_of::<uniform::BucketParticle<Vec3>>(), 24);

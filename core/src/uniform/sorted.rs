@@ -66,17 +66,15 @@ impl<P: Point> SortedParticle<P> {
     }
 }
 
-/// Per-index bookkeeping of a [`CellSortedHash`]. Entry `i` holds the rank
-/// (sorted position) of input particle `i`, and, for `i` below the number of
-/// occupied cells, the start and cell of the `i`-th run and the next run
-/// whose cell hashes to the same table slot.
+/// Per-index bookkeeping of a [`CellSortedHash`]: entry `i` holds the rank
+/// (sorted position) of input particle `i` and, for `i` below the number of
+/// occupied cells, the first sorted position of the `i`-th run (cell).
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct CellRecord<P: Point> {
     rank: u32,
     start: u32,
-    cell: P::Cell,
-    next: u32,
+    _p: PhantomData<P>,
 }
 
 impl<P: Point> Default for CellRecord<P> {
@@ -91,32 +89,43 @@ impl<P: Point> CellRecord<P> {
     pub const EMPTY: Self = Self {
         rank: 0,
         start: 0,
-        cell: P::CELL_ZERO,
-        next: NONE,
+        _p: PhantomData,
     };
 }
 
 /// Uniform spatial hash with cell-sorted buckets (strategy (a)).
 ///
-/// A build counting-sorts particle indices by cell: one pass finds each
-/// particle's cell through the table and counts, one pass over the
-/// *occupied* cells turns counts into start offsets, one pass scatters
-/// positions and ids into cell order. Empty slots are never visited: a slot
-/// is occupied when its stamp is the current build's. Cells that hash to the
-/// same slot are chained through their records, so every run holds exactly
-/// one cell and a hash collision costs one comparison, never a wrong or
-/// duplicated answer. Queries read each neighbouring cell as one contiguous
-/// run of positions.
+/// The particles are kept sorted by cell, cells in row-major order (x
+/// fastest: [`Point::cell_row_key`]), each cell one contiguous run of
+/// positions with their ids. The three cells `x-1..=x+1` of a stencil row
+/// are then one contiguous range, so the sweeps ([`for_each_pair`],
+/// [`neighbor_lists`]) read 9 (3D) or 3 (2D) ranges per cell, found by
+/// cursors that only move forward: no hash lookup, no read in the caller's
+/// order, every stream sequential.
 ///
-/// Runs are ordered by the Morton code of their cell, so sweeps visit space
-/// coherently; input already in that order (see [`reorder`](Self::reorder))
-/// comes out of the sort unchanged.
+/// A build sorts in `O(N)`:
+/// * input already in cell order (the previous build's, or renumbered by the
+///   caller with [`spatial_order`](Self::spatial_order)) is copied in one
+///   pass;
+/// * other input is counting-sorted through the table (open addressing,
+///   linear probing, at most one occupied cell per two slots): one pass
+///   finds each particle's cell and counts, the occupied cells are sorted,
+///   one pass scatters. Empty slots are never visited: a slot is occupied
+///   when its stamp is the current build's;
+/// * a table with fewer than two slots per occupied cell falls back to a
+///   comparison sort (`O(N log N)`); point queries then bisect the runs
+///   instead of hashing. Any power-of-two table is accepted.
+///
+/// Within a cell particles keep their input order.
 ///
 /// # Memory
 ///
-/// `T·8 + N·(size_of::<P>() + 4) + N·(size_of::<P::Cell>() + 12)` bytes:
-/// `8T + 40N` in 3D, `8T + 32N` in 2D, for a table of `T` slots and a
-/// capacity of `N` particles (the lengths of the three buffers).
+/// `8T + N·(size_of::<P>() + 12)` bytes: `8T + 24N` in 3D, `8T + 20N` in
+/// 2D, for a table of `T` slots and a capacity of `N` particles (the lengths
+/// of the three buffers).
+///
+/// [`for_each_pair`]: NeighborSearch::for_each_pair
+/// [`neighbor_lists`]: NeighborSearch::neighbor_lists
 ///
 /// # Example
 ///
@@ -147,10 +156,130 @@ where
     runs: u32,
     stamp: u32,
     identity: bool,
-    /// Input particles whose cell equals their predecessor's (input coherence).
-    coherent: u32,
+    /// The table indexes the runs of the last build (slots stamped with
+    /// `stamp` hold run numbers); otherwise cells are found by bisection.
+    indexed: bool,
     _p: PhantomData<P>,
 }
+
+/// The runs of a build, read-only: the sweeps' and queries' view.
+struct Runs<'a, P: Point> {
+    parts: &'a [SortedParticle<P>],
+    records: &'a [CellRecord<P>],
+    runs: usize,
+    grid: &'a Grid<P>,
+}
+
+impl<P: Point> Runs<'_, P> {
+    /// First sorted position of run `s` (`len` for `s == runs`).
+    #[inline(always)]
+    fn start(&self, s: usize) -> usize {
+        if s < self.runs {
+            self.records[s].start as usize
+        } else {
+            self.parts.len()
+        }
+    }
+
+    /// Sorted positions of run `s`.
+    #[inline(always)]
+    fn range(&self, s: usize) -> (usize, usize) {
+        (self.start(s), self.start(s + 1))
+    }
+
+    /// Cell of run `s < runs` (that of its first particle).
+    #[inline(always)]
+    fn cell(&self, s: usize) -> P::Cell {
+        self.grid
+            .cell_unchecked(self.parts[self.records[s].start as usize].pos)
+    }
+
+    /// Row key of run `s`; `u64::MAX` past the last run.
+    #[inline(always)]
+    fn key(&self, s: usize) -> u64 {
+        if s < self.runs {
+            P::cell_row_key(self.cell(s))
+        } else {
+            u64::MAX
+        }
+    }
+
+    /// The run of cell `c` by bisection over the runs' keys.
+    fn bisect(&self, c: P::Cell) -> Option<usize> {
+        let want = P::cell_row_key(c);
+        let (mut lo, mut hi) = (0usize, self.runs);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let k = self.key(mid);
+            if k == want {
+                return Some(mid);
+            }
+            if k < want {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        None
+    }
+
+    /// The sorted-position ranges of the given stencil rows around run `s`
+    /// (cells `x-1..=x+1` of each row), advancing `cursors` (one per row).
+    #[inline(always)]
+    fn rows(&self, s: usize, rows: &[P::Cell], cursors: &mut [RowCursor], out: &mut [(u32, u32)]) {
+        let c = self.cell(s);
+        for ((&row, cur), o) in rows.iter().zip(cursors.iter_mut()).zip(out.iter_mut()) {
+            let lo = P::cell_row_key(P::cell_add(c, row)) - 1;
+            let (b, e) = cur.seek(lo, lo + 2, |t| self.key(t));
+            *o = (self.start(b) as u32, self.start(e) as u32);
+        }
+    }
+}
+
+/// A window over the runs of one stencil row, moved forward as a sweep
+/// advances through the runs in key order: `b` is the first run with a key
+/// at least the row's first, `e` the first past its last. Both only move
+/// forward, so a sweep reads each run's key at most twice per row.
+#[derive(Clone, Copy)]
+struct RowCursor {
+    b: usize,
+    kb: u64,
+    e: usize,
+    ke: u64,
+}
+
+impl RowCursor {
+    /// A window before the first run, whose key is `first`.
+    fn new(first: u64) -> Self {
+        Self {
+            b: 0,
+            kb: first,
+            e: 0,
+            ke: first,
+        }
+    }
+
+    /// The runs with keys in `lo..=hi` (`lo` never decreasing between calls).
+    #[inline(always)]
+    fn seek(&mut self, lo: u64, hi: u64, key: impl Fn(usize) -> u64) -> (usize, usize) {
+        while self.kb < lo {
+            self.b += 1;
+            self.kb = key(self.b);
+        }
+        if self.e < self.b {
+            self.e = self.b;
+            self.ke = self.kb;
+        }
+        while self.ke <= hi {
+            self.e += 1;
+            self.ke = key(self.e);
+        }
+        (self.b, self.e)
+    }
+}
+
+/// Most rows of a stencil (3D).
+const MAX_ROWS: usize = 9;
 
 impl<P, T, S, C> CellSortedHash<P, T, S, C>
 where
@@ -167,9 +296,9 @@ where
     /// refused with [`Error::InvalidTableLength`] at the first build; use
     /// [`new_checked`](Self::new_checked) to refuse it here instead.
     ///
-    /// Memory: `8T + 40N` bytes in 3D, `8T + 32N` in 2D. A build is `O(N)`
-    /// (a counting sort by cell; empty table slots are never touched); a
-    /// neighbour query visits the 3ᵈ cells around the particle.
+    /// Memory: `8T + 24N` bytes in 3D, `8T + 20N` in 2D. A build is `O(N)`
+    /// (see the type's documentation); a neighbour query visits the 3ᵈ
+    /// cells around the particle.
     pub const fn new(table: T, particles: S, records: C) -> Self {
         Self {
             table,
@@ -180,7 +309,7 @@ where
             runs: 0,
             stamp: 0,
             identity: true,
-            coherent: 0,
+            indexed: false,
             _p: PhantomData,
         }
     }
@@ -216,16 +345,41 @@ where
         self.runs as usize
     }
 
-    /// Number of occupied cells that share their table slot with another
-    /// occupied cell (hash collisions); `O(cells)`.
+    /// `true` when the table indexes the occupied cells (it has at least
+    /// two slots per occupied cell); otherwise point queries bisect the runs.
+    pub fn is_indexed(&self) -> bool {
+        self.indexed
+    }
+
+    /// Number of occupied cells whose table slot (the one their hash
+    /// selects) is also selected by another occupied cell (hash
+    /// collisions). `O(cells · cluster)` when the table indexes the cells,
+    /// `O(cells²)` when it is too small to.
     pub fn colliding_cells(&self) -> usize {
-        let records = &self.records.as_ref()[..self.runs as usize];
+        let v = self.view();
         let table = self.table.as_ref();
-        records
-            .iter()
-            .enumerate()
-            .filter(|&(s, r)| {
-                r.next != NONE || table[self.grid.bucket(r.cell) as usize].slot != s as u32
+        let mask = table.len().wrapping_sub(1);
+        let home = |s: usize| self.grid.bucket(v.cell(s)) as usize;
+        (0..v.runs)
+            .filter(|&s| {
+                let h = home(s);
+                if self.indexed {
+                    let mut slot = h;
+                    for _ in 0..table.len() {
+                        let ts = table[slot];
+                        if ts.stamp != self.stamp {
+                            break;
+                        }
+                        let t = ts.slot as usize;
+                        if t != s && home(t) == h {
+                            return true;
+                        }
+                        slot = (slot + 1) & mask;
+                    }
+                    false
+                } else {
+                    (0..v.runs).any(|t| t != s && home(t) == h)
+                }
             })
             .count()
     }
@@ -233,6 +387,15 @@ where
     /// The particles in cell order.
     pub fn sorted(&self) -> &[SortedParticle<P>] {
         &self.particles.as_ref()[..self.len as usize]
+    }
+
+    /// The structure's spatial order: the ids of the last build's input in
+    /// the order the structure stores them (cells in row-major order, input
+    /// order within a cell). Renumbering the caller's data in this order
+    /// (see [`reorder`](Self::reorder)) makes the next build a single copy
+    /// and every sweep read the caller's arrays sequentially too.
+    pub fn spatial_order(&self) -> impl ExactSizeIterator<Item = u32> + '_ {
+        self.sorted().iter().map(|sp| sp.id)
     }
 
     /// `true` when the last build found its input already in cell order
@@ -246,15 +409,15 @@ where
         self.len = 0;
         self.runs = 0;
         self.identity = true;
-        self.coherent = 0;
+        self.indexed = false;
         // Stale slots are told apart by the stamp of the next build.
     }
 
     /// Writes `src` permuted into cell order: `dst[k] = src[sorted()[k].id()]`.
     /// Rebuilding from data reordered this way makes every cell a
     /// contiguous, sequentially read run (better cache use for the caller's
-    /// own per-particle arrays too). Ids refer to the new order after the
-    /// next build.
+    /// own per-particle arrays too) and the build a single copy. Ids refer
+    /// to the new order after the next build.
     ///
     /// # Errors
     /// [`Error::LengthMismatch`] unless both slices hold `len()` elements.
@@ -270,101 +433,274 @@ where
         Ok(())
     }
 
-    /// Range of particles of run `s`.
+    /// The read-only view of the runs.
     #[inline(always)]
-    fn range(&self, records: &[CellRecord<P>], s: usize) -> (usize, usize) {
-        let lo = records[s].start as usize;
-        let hi = if s + 1 < self.runs as usize {
-            records[s + 1].start as usize
-        } else {
-            self.len as usize
-        };
-        (lo, hi)
+    fn view(&self) -> Runs<'_, P> {
+        Runs {
+            parts: &self.particles.as_ref()[..self.len as usize],
+            records: self.records.as_ref(),
+            runs: self.runs as usize,
+            grid: &self.grid,
+        }
     }
 
-    /// The run of cell `c`, if it is occupied: the slot's chain is walked
-    /// comparing cells (one step unless occupied cells collide).
-    #[inline(always)]
-    fn lookup(&self, table: &[TableSlot], records: &[CellRecord<P>], c: P::Cell) -> Option<usize> {
-        let ts = table[self.grid.bucket(c) as usize];
-        if ts.stamp != self.stamp {
-            return None;
+    /// The run of cell `c`, if it is occupied: through the table (linear
+    /// probing, each probe comparing the cell of the run's first particle)
+    /// when it indexes the runs, by bisection otherwise.
+    #[inline]
+    fn find(&self, v: &Runs<'_, P>, c: P::Cell) -> Option<usize> {
+        if !self.indexed {
+            return v.bisect(c);
         }
-        let mut s = ts.slot;
-        while let Some(r) = records.get(s as usize) {
-            if r.cell == c {
-                return Some(s as usize);
+        let table = self.table.as_ref();
+        let mask = table.len().wrapping_sub(1);
+        let mut slot = self.grid.bucket(c) as usize;
+        // At most half the slots are occupied, so an empty one ends the
+        // probe; the bound only guards a corrupted table.
+        for _ in 0..table.len() {
+            let ts = table[slot];
+            if ts.stamp != self.stamp {
+                return None;
             }
-            s = r.next;
+            if v.cell(ts.slot as usize) == c {
+                return Some(ts.slot as usize);
+            }
+            slot = (slot + 1) & mask;
         }
         None
-    }
-
-    /// The runs of the occupied cells around `c`, in stencil order; returns
-    /// how many there are.
-    fn resolve(&self, c: P::Cell, runs: &mut [(u32, u32); 27]) -> usize {
-        let table = self.table.as_ref();
-        let records = self.records.as_ref();
-        let mut m = 0;
-        for &d in P::STENCIL {
-            if let Some(s) = self.lookup(table, records, P::cell_add(c, d)) {
-                let (lo, hi) = self.range(records, s);
-                runs[m] = (lo as u32, hi as u32);
-                m += 1;
-            }
-        }
-        m
-    }
-
-    /// Appends the neighbours of the particle at sorted index `k` to `out`
-    /// at `cursor` (counting without writing past its end); returns the new
-    /// cursor.
-    #[inline]
-    fn gather_one(
-        &self,
-        k: usize,
-        cache: &mut RunCache<P>,
-        out: &mut [u32],
-        cursor: usize,
-    ) -> usize {
-        let parts = &self.particles.as_ref()[..self.len as usize];
-        let r2 = self.grid.radius_sq();
-        let me = parts[k];
-        let c = self.grid.cell_unchecked(me.pos);
-        if cache.cell != Some(c) {
-            cache.len = self.resolve(c, &mut cache.runs);
-            cache.cell = Some(c);
-        }
-        let mut cursor = cursor;
-        for &(lo, hi) in &cache.runs[..cache.len] {
-            let (lo, hi) = (lo as usize, hi as usize);
-            if (lo..hi).contains(&k) {
-                cursor = gather(me.pos, &parts[lo..k], r2, out, cursor);
-                cursor = gather(me.pos, &parts[k + 1..hi], r2, out, cursor);
-            } else {
-                cursor = gather(me.pos, &parts[lo..hi], r2, out, cursor);
-            }
-        }
-        cursor
     }
 
     /// Calls `f` for each particle of cell `c` within the radius of `p`,
     /// except sorted index `skip`.
     #[inline(always)]
-    fn scan_cell<F: FnMut(u32, f32)>(&self, p: P, c: P::Cell, skip: usize, f: &mut F) {
-        let records = self.records.as_ref();
-        let Some(s) = self.lookup(self.table.as_ref(), records, c) else {
+    fn scan_cell<F: FnMut(u32, f32)>(
+        &self,
+        v: &Runs<'_, P>,
+        p: P,
+        c: P::Cell,
+        skip: usize,
+        f: &mut F,
+    ) {
+        let Some(s) = self.find(v, c) else {
             return;
         };
-        let (lo, hi) = self.range(records, s);
+        let (lo, hi) = v.range(s);
         let r2 = self.grid.radius_sq();
-        for (k, q) in self.particles.as_ref()[lo..hi].iter().enumerate() {
+        for (k, q) in v.parts[lo..hi].iter().enumerate() {
             let d2 = p.distance_squared(q.pos);
             if d2 < r2 && lo + k != skip {
                 f(q.id, d2);
             }
         }
     }
+
+    /// Calls `f(k, rows)` for every sorted position `k`, in order, with the
+    /// ranges of the 9 (3D) or 3 (2D) stencil rows around its cell.
+    #[inline(always)]
+    fn sweep_rows(&self, mut f: impl FnMut(usize, &[(u32, u32)])) {
+        let v = self.view();
+        let nrows = P::ROWS.len().min(MAX_ROWS);
+        let mut cursors = [RowCursor::new(v.key(0)); MAX_ROWS];
+        let mut ranges = [(0u32, 0u32); MAX_ROWS];
+        for s in 0..v.runs {
+            v.rows(s, P::ROWS, &mut cursors[..nrows], &mut ranges[..nrows]);
+            let (lo, hi) = v.range(s);
+            for k in lo..hi {
+                f(k, &ranges[..nrows]);
+            }
+        }
+    }
+
+    /// Appends the neighbours of the particle at sorted position `k` found
+    /// in `rows` to `out` at `cursor` (counting without writing past its
+    /// end); returns the new cursor.
+    #[inline(always)]
+    fn gather_one(&self, k: usize, rows: &[(u32, u32)], out: &mut [u32], cursor: usize) -> usize {
+        let parts = &self.particles.as_ref()[..self.len as usize];
+        let r2 = self.grid.radius_sq();
+        let me = parts[k].pos;
+        let mut cursor = cursor;
+        for &(lo, hi) in rows {
+            let (lo, hi) = (lo as usize, hi as usize);
+            if (lo..hi).contains(&k) {
+                cursor = gather(me, &parts[lo..k], r2, out, cursor);
+                cursor = gather(me, &parts[k + 1..hi], r2, out, cursor);
+            } else {
+                cursor = gather(me, &parts[lo..hi], r2, out, cursor);
+            }
+        }
+        cursor
+    }
+}
+
+/// Copies `positions` if they are already in cell order, marking the runs
+/// as it goes; returns the number of runs, or `None` at the first particle
+/// out of order (the buffers then hold garbage the sort overwrites).
+fn copy_if_sorted<P: Point>(
+    grid: &Grid<P>,
+    positions: &[P],
+    parts: &mut [SortedParticle<P>],
+    records: &mut [CellRecord<P>],
+) -> Option<usize> {
+    let mut runs = 0usize;
+    let mut prev = None;
+    for (i, (&p, (sp, rec))) in positions
+        .iter()
+        .zip(parts.iter_mut().zip(records.iter_mut()))
+        .enumerate()
+    {
+        let k = P::cell_row_key(grid.cell_unchecked(p));
+        match prev {
+            Some(q) if q == k => {}
+            Some(q) if q > k => return None,
+            _ => {
+                prev = Some(k);
+                runs += 1;
+            }
+        }
+        *sp = SortedParticle {
+            pos: p,
+            id: i as u32,
+        };
+        rec.rank = i as u32;
+    }
+    // Run starts, written after the pass (a run's record may be a later
+    // particle's, whose rank the loop writes).
+    let mut s = 0usize;
+    let mut prev = None;
+    for (k, sp) in parts.iter().enumerate() {
+        let key = P::cell_row_key(grid.cell_unchecked(sp.pos));
+        if prev != Some(key) {
+            prev = Some(key);
+            records[s].start = k as u32;
+            s += 1;
+        }
+    }
+    Some(runs)
+}
+
+/// Counting sort of `positions` by cell through `table` (open addressing,
+/// at most `table.len() / 2` occupied cells); on return `parts` holds them
+/// in cell order and `records[i].rank` the sorted position of particle `i`.
+/// `false`, with the buffers holding garbage, if the input has more cells
+/// than that.
+fn counting_sort<P: Point>(
+    grid: &Grid<P>,
+    positions: &[P],
+    table: &mut [TableSlot],
+    stamp: &mut u32,
+    parts: &mut [SortedParticle<P>],
+    records: &mut [CellRecord<P>],
+) -> bool {
+    let mask = table.len() - 1;
+    let limit = table.len() / 2;
+    advance_stamp(stamp, || table.fill(TableSlot::EMPTY));
+    let st = *stamp;
+    // Pass 1: each particle's cell (consecutive particles of one cell probe
+    // once), numbered in order of first appearance; counts in `start`, the
+    // cell number in `rank`, one representative position per cell in
+    // `parts[cell number]`.
+    let mut runs = 0usize;
+    let mut last: Option<(P::Cell, u32)> = None;
+    for (i, &p) in positions.iter().enumerate() {
+        let c = grid.cell_unchecked(p);
+        let r = match last {
+            Some((lc, lr)) if lc == c => lr,
+            _ => {
+                let mut slot = grid.bucket(c) as usize;
+                loop {
+                    let ts = table[slot];
+                    if ts.stamp != st {
+                        if runs >= limit {
+                            return false;
+                        }
+                        table[slot] = TableSlot {
+                            stamp: st,
+                            slot: runs as u32,
+                        };
+                        parts[runs] = SortedParticle {
+                            pos: p,
+                            id: runs as u32,
+                        };
+                        records[runs].start = 0;
+                        runs += 1;
+                        break (runs - 1) as u32;
+                    }
+                    if grid.cell_unchecked(parts[ts.slot as usize].pos) == c {
+                        break ts.slot;
+                    }
+                    slot = (slot + 1) & mask;
+                }
+            }
+        };
+        last = Some((c, r));
+        records[r as usize].start += 1;
+        records[i].rank = r;
+    }
+    // The cells in row-major order; counts become each cell's cursor.
+    crate::sort::sort_by_key(&mut parts[..runs], |sp| {
+        P::cell_row_key(grid.cell_unchecked(sp.pos))
+    });
+    let mut total = 0u32;
+    for sp in &parts[..runs] {
+        let rec = &mut records[sp.id as usize];
+        let count = rec.start;
+        rec.start = total;
+        total += count;
+    }
+    // Pass 2: scatter (the sorted cell list is no longer needed).
+    for (i, &p) in positions.iter().enumerate() {
+        let r = records[i].rank as usize;
+        let k = records[r].start;
+        records[r].start = k + 1;
+        parts[k as usize] = SortedParticle {
+            pos: p,
+            id: i as u32,
+        };
+        records[i].rank = k;
+    }
+    true
+}
+
+/// Comparison sort by (cell, id): any table size, `O(N log N)`.
+fn comparison_sort<P: Point>(
+    grid: &Grid<P>,
+    positions: &[P],
+    parts: &mut [SortedParticle<P>],
+    records: &mut [CellRecord<P>],
+) {
+    for (i, (&p, sp)) in positions.iter().zip(parts.iter_mut()).enumerate() {
+        *sp = SortedParticle {
+            pos: p,
+            id: i as u32,
+        };
+    }
+    crate::sort::sort_by_key(parts, |sp| {
+        (P::cell_row_key(grid.cell_unchecked(sp.pos)), sp.id)
+    });
+    for (k, sp) in parts.iter().enumerate() {
+        records[sp.id as usize].rank = k as u32;
+    }
+}
+
+/// Writes the run starts of particles in cell order; returns the number of
+/// runs.
+fn mark_runs<P: Point>(
+    grid: &Grid<P>,
+    parts: &[SortedParticle<P>],
+    records: &mut [CellRecord<P>],
+) -> usize {
+    let mut runs = 0usize;
+    let mut prev = None;
+    for (k, sp) in parts.iter().enumerate() {
+        let key = P::cell_row_key(grid.cell_unchecked(sp.pos));
+        if prev != Some(key) {
+            prev = Some(key);
+            records[runs].start = k as u32;
+            runs += 1;
+        }
+    }
+    runs
 }
 
 impl<P, T, S, C> NeighborSearch<P> for CellSortedHash<P, T, S, C>
@@ -382,91 +718,41 @@ where
             self.capacity(),
         )?;
         // Validated: from here on nothing can fail.
-        let table = self.table.as_mut();
-        advance_stamp(&mut self.stamp, || table.fill(TableSlot::EMPTY));
-        let stamp = self.stamp;
-        let records = self.records.as_mut();
         let n = positions.len();
-
-        // Pass 1: occupied cells and their counts, chained per table slot.
-        let mut runs = 0usize;
-        let mut coherent = 0u32;
-        let mut prev = None;
-        for &p in positions {
-            let c = grid.cell_unchecked(p);
-            coherent += (prev == Some(c)) as u32;
-            prev = Some(c);
-            let ts = &mut table[grid.bucket(c) as usize];
-            let head = if ts.stamp == stamp { ts.slot } else { NONE };
-            let mut s = head;
-            while let Some(r) = records.get_mut(s as usize) {
-                if r.cell == c {
-                    r.start += 1;
-                    break;
+        let table = self.table.as_mut();
+        let parts = &mut self.particles.as_mut()[..n];
+        let records = &mut self.records.as_mut()[..n];
+        let (runs, identity) = match copy_if_sorted(&grid, positions, parts, records) {
+            Some(runs) => (runs, true),
+            None => {
+                if !counting_sort(&grid, positions, table, &mut self.stamp, parts, records) {
+                    comparison_sort(&grid, positions, parts, records);
                 }
-                s = r.next;
+                (mark_runs(&grid, parts, records), false)
             }
-            if s == NONE {
-                records[runs] = CellRecord {
-                    rank: 0,
-                    start: 1,
-                    cell: c,
-                    next: head,
+        };
+        // Index the runs by cell when the table has two slots per run.
+        let indexed = 2 * runs <= table.len();
+        if indexed && runs > 0 {
+            advance_stamp(&mut self.stamp, || table.fill(TableSlot::EMPTY));
+            let mask = table.len() - 1;
+            for s in 0..runs {
+                let c = grid.cell_unchecked(parts[records[s].start as usize].pos);
+                let mut slot = grid.bucket(c) as usize;
+                while table[slot].stamp == self.stamp {
+                    slot = (slot + 1) & mask;
+                }
+                table[slot] = TableSlot {
+                    stamp: self.stamp,
+                    slot: s as u32,
                 };
-                *ts = TableSlot {
-                    stamp,
-                    slot: runs as u32,
-                };
-                runs += 1;
             }
-        }
-        // Runs in Morton order of their cells, so that sweeps find their
-        // neighbours' slots and particles in cache. Input in the previous
-        // build's order is nearly sorted, which the sort detects. Ranks are
-        // written only later, so moving whole records is safe.
-        crate::sort::sort_by_key(&mut records[..runs], |r| P::cell_morton(r.cell));
-        // Pass 2: rechain the sorted runs; counts become starts.
-        for r in &records[..runs] {
-            table[grid.bucket(r.cell) as usize].slot = NONE;
-        }
-        let mut total = 0u32;
-        for (s, r) in records[..runs].iter_mut().enumerate() {
-            let ts = &mut table[grid.bucket(r.cell) as usize];
-            r.next = ts.slot;
-            ts.slot = s as u32;
-            let count = r.start;
-            r.start = total;
-            total += count;
-        }
-        // Pass 3: scatter; `start` advances as a cursor, then is shifted back.
-        let parts = self.particles.as_mut();
-        let mut identity = true;
-        for (i, &p) in positions.iter().enumerate() {
-            let c = grid.cell_unchecked(p);
-            let mut s = table[grid.bucket(c) as usize].slot as usize;
-            while records[s].cell != c {
-                s = records[s].next as usize;
-            }
-            let k = records[s].start;
-            records[s].start = k + 1;
-            parts[k as usize] = SortedParticle {
-                pos: p,
-                id: i as u32,
-            };
-            records[i].rank = k;
-            identity &= k as usize == i;
-        }
-        for s in (1..runs).rev() {
-            records[s].start = records[s - 1].start;
-        }
-        if runs > 0 {
-            records[0].start = 0;
         }
         self.grid = grid;
         self.len = n as u32;
         self.runs = runs as u32;
         self.identity = identity;
-        self.coherent = coherent;
+        self.indexed = indexed;
         Ok(())
     }
 
@@ -490,11 +776,12 @@ where
         if id >= self.len {
             return Err(Error::UnknownId { id });
         }
+        let v = self.view();
         let k = self.records.as_ref()[id as usize].rank as usize;
-        let p = self.particles.as_ref()[k].pos;
+        let p = v.parts[k].pos;
         let c = self.grid.cell_unchecked(p);
         for &d in P::STENCIL {
-            self.scan_cell(p, P::cell_add(c, d), k, &mut f);
+            self.scan_cell(&v, p, P::cell_add(c, d), k, &mut f);
         }
         Ok(())
     }
@@ -503,18 +790,18 @@ where
         let Some(c) = self.grid.query_cell(point, self.len as usize)? else {
             return Ok(());
         };
+        let v = self.view();
         for &d in P::STENCIL {
-            self.scan_cell(point, P::cell_add(c, d), usize::MAX, &mut f);
+            self.scan_cell(&v, point, P::cell_add(c, d), usize::MAX, &mut f);
         }
         Ok(())
     }
 
-    /// Input in cell order (most particles share their predecessor's cell)
-    /// is served in one pass in id order, resolving the 27 (9) neighbour runs
-    /// once per cell and writing each list sequentially. Other input is
-    /// served in two sweeps in cell order, one counting and one writing each
-    /// particle's list at its offset, so that neighbour runs are read
-    /// coherently whatever the ids.
+    /// One sweep in cell order resolves each cell's stencil rows with
+    /// forward cursors (no lookups). Input in the structure's order (the
+    /// sort was the identity) is served in that one sweep, each list written
+    /// sequentially; other input in two, one counting and one writing each
+    /// particle's list at its offset.
     fn neighbor_lists(&self, offsets: &mut [u32], indices: &mut [u32]) -> Result<usize, Error> {
         let n = self.len as usize;
         if offsets.len() < n + 1 {
@@ -524,35 +811,32 @@ where
             });
         }
         let offsets = &mut offsets[..=n];
-        let total = if 2 * self.coherent as usize >= n {
+        let parts = self.sorted();
+        let total = if self.identity {
             let mut cursor = 0usize;
-            let mut cache = RunCache::new();
-            let records = &self.records.as_ref()[..n];
-            for (off, rec) in offsets.iter_mut().zip(records) {
-                *off = cursor.min(NONE as usize) as u32;
-                cursor = self.gather_one(rec.rank as usize, &mut cache, indices, cursor);
-            }
+            self.sweep_rows(|k, rows| {
+                offsets[k] = cursor.min(NONE as usize) as u32;
+                cursor = self.gather_one(k, rows, indices, cursor);
+            });
             offsets[n] = cursor.min(NONE as usize) as u32;
             cursor
         } else {
             // Sweep 1: degrees, stored at offsets[id + 1].
             offsets[0] = 0;
-            let mut cache = RunCache::new();
-            for (k, sp) in self.sorted().iter().enumerate() {
-                let deg = self.gather_one(k, &mut cache, &mut [], 0);
-                offsets[sp.id as usize + 1] = deg as u32;
-            }
+            self.sweep_rows(|k, rows| {
+                let deg = self.gather_one(k, rows, &mut [], 0);
+                offsets[parts[k].id as usize + 1] = deg as u32;
+            });
             let total = crate::csr::prefix_sum(offsets);
             if total <= indices.len() && total < NONE as usize {
-                // Sweep 2: each list written at its offset.
-                let mut cache = RunCache::new();
-                // Each particle gets exactly its own segment, so the
-                // branch-free writes never spill into a list already written.
-                for (k, sp) in self.sorted().iter().enumerate() {
-                    let id = sp.id as usize;
+                // Sweep 2: each list written at its offset. Each particle
+                // gets exactly its own segment, so the branch-free writes
+                // never spill into a list already written.
+                self.sweep_rows(|k, rows| {
+                    let id = parts[k].id as usize;
                     let (at, end) = (offsets[id] as usize, offsets[id + 1] as usize);
-                    self.gather_one(k, &mut cache, &mut indices[at..end], 0);
-                }
+                    self.gather_one(k, rows, &mut indices[at..end], 0);
+                });
             }
             total
         };
@@ -565,29 +849,42 @@ where
         Ok(total)
     }
 
+    /// One sweep in cell order: each cell's pairs, then against the next
+    /// cell of its row and the forward rows, found by cursors.
     fn for_each_pair<F: FnMut(u32, u32, f32)>(&self, f: F) {
-        let n = self.len as usize;
-        let parts = &self.particles.as_ref()[..n];
-        let records = self.records.as_ref();
-        let table = self.table.as_ref();
+        let v = self.view();
+        let parts = v.parts;
+        let nrows = P::HALF_ROWS.len().min(MAX_ROWS);
+        let mut cursors = [RowCursor::new(v.key(0)); MAX_ROWS];
+        let mut ranges = [(0u32, 0u32); MAX_ROWS];
         let mut out = Batch::new(f, self.grid.radius_sq());
-        for s in 0..self.runs as usize {
-            // A run is one cell: pairs inside it, then against the forward
-            // half of its neighbour cells.
-            let (lo, hi) = self.range(records, s);
+        let mut next_key = v.key(0);
+        for s in 0..v.runs {
+            let key = next_key;
+            next_key = v.key(s + 1);
+            let (lo, hi) = v.range(s);
             let mine = &parts[lo..hi];
-            for (x, a) in mine.iter().enumerate() {
-                out.one_to_many(a, &mine[x + 1..]);
+            // The slices of the forward cells: the next cell of the row,
+            // then the three cells of each forward row.
+            let mut fwd = [(0u32, 0u32); MAX_ROWS + 1];
+            v.rows(s, P::HALF_ROWS, &mut cursors[..nrows], &mut ranges[..nrows]);
+            let mut m = 0;
+            if next_key == key + 1 {
+                let (lo2, hi2) = v.range(s + 1);
+                fwd[0] = (lo2 as u32, hi2 as u32);
+                m = 1;
             }
-            let cell = records[s].cell;
-            for &d in P::HALF_STENCIL {
-                let Some(s2) = self.lookup(table, records, P::cell_add(cell, d)) else {
-                    continue;
-                };
-                let (lo2, hi2) = self.range(records, s2);
-                let other = &parts[lo2..hi2];
-                for a in mine {
-                    out.one_to_many(a, other);
+            for &r in &ranges[..nrows] {
+                if r.0 < r.1 {
+                    fwd[m] = r;
+                    m += 1;
+                }
+            }
+            for (x, a) in mine.iter().enumerate() {
+                out.begin(a.id);
+                out.add(a.pos, &mine[x + 1..]);
+                for &(lo2, hi2) in &fwd[..m] {
+                    out.add(a.pos, &parts[lo2 as usize..hi2 as usize]);
                 }
             }
         }
@@ -661,29 +958,14 @@ fn gather<P: Point>(
     }
 }
 
-/// The resolved neighbour runs (`lo..hi`) of the last cell seen.
-struct RunCache<P: Point> {
-    cell: Option<P::Cell>,
-    runs: [(u32, u32); 27],
-    len: usize,
-}
-
-impl<P: Point> RunCache<P> {
-    fn new() -> Self {
-        Self {
-            cell: None,
-            runs: [(0, 0); 27],
-            len: 0,
-        }
-    }
-}
-
-/// Pairs collected branch-free into a small stack buffer, then handed to the
-/// caller's closure in a tight loop: the within-radius test then costs no
-/// branch mispredictions.
+/// The pairs of one particle `a`, collected branch-free into a small stack
+/// buffer (the partner's id and the squared distance: two stores per
+/// candidate), then handed to the caller's closure in a tight loop: the
+/// within-radius test costs no branch misprediction.
 struct Batch<F> {
-    buf: [(u32, u32, f32); BATCH],
+    buf: [(u32, f32); BATCH],
     len: usize,
+    a: u32,
     r2: f32,
     f: F,
 }
@@ -694,32 +976,43 @@ const BATCH: usize = 128;
 impl<F: FnMut(u32, u32, f32)> Batch<F> {
     fn new(f: F, r2: f32) -> Self {
         Self {
-            buf: [(0, 0, 0.0); BATCH],
+            buf: [(0, 0.0); BATCH],
             len: 0,
+            a: 0,
             r2,
             f,
         }
     }
 
+    /// Hands the buffered pairs to the closure.
     #[inline(always)]
     fn flush(&mut self) {
-        for &(i, j, d2) in &self.buf[..self.len.min(BATCH)] {
-            (self.f)(i, j, d2);
+        let a = self.a;
+        for &(j, d2) in &self.buf[..self.len.min(BATCH)] {
+            (self.f)(a, j, d2);
         }
         self.len = 0;
     }
 
-    /// Tests `a` against every particle of `bs`.
+    /// Starts collecting the pairs of particle `a` (flushing the previous
+    /// particle's).
     #[inline(always)]
-    fn one_to_many<P: Point>(&mut self, a: &SortedParticle<P>, bs: &[SortedParticle<P>]) {
+    fn begin(&mut self, a: u32) {
+        self.flush();
+        self.a = a;
+    }
+
+    /// Tests the current particle, at `p`, against every particle of `bs`.
+    #[inline(always)]
+    fn add<P: Point>(&mut self, p: P, bs: &[SortedParticle<P>]) {
         for chunk in bs.chunks(BATCH) {
             if self.len + chunk.len() > BATCH {
                 self.flush();
             }
             let (buf, r2) = (&mut self.buf, self.r2);
             let mut len = self.len;
-            for_each_distance(a.pos, chunk, |b, d2| {
-                buf[len & (BATCH - 1)] = (a.id, b.id, d2);
+            for_each_distance(p, chunk, |b, d2| {
+                buf[len & (BATCH - 1)] = (b.id, d2);
                 len += (d2 < r2) as usize;
             });
             self.len = len;
@@ -749,7 +1042,8 @@ where
             W,
             "grid mask matches table",
         )?;
-        let parts = &self.particles.as_ref()[..n];
+        let v = self.view();
+        let parts = v.parts;
         let records = self.records.as_ref();
         // Ranks and ids are inverse permutations.
         for (k, sp) in parts.iter().enumerate() {
@@ -760,63 +1054,64 @@ where
                 "rank inverts sorted ids",
             )?;
         }
-        ensure(records[0].start == 0, W, "first run starts at 0")?;
+        ensure(
+            runs > 0 && records[0].start == 0,
+            W,
+            "first run starts at 0",
+        )?;
         let mut identity = true;
         let mut prev_key = None;
         for s in 0..runs {
-            let (lo, hi) = self.range(records, s);
+            let (lo, hi) = v.range(s);
             ensure(
                 lo < hi && hi <= n,
                 W,
                 "runs non-empty, increasing, in range",
             )?;
-            let rec = records[s];
-            let key = P::cell_morton(rec.cell);
+            let cell = self.grid.cell(parts[lo].pos).map_err(|_| Corruption {
+                structure: W,
+                invariant: "stored positions within the grid range",
+            })?;
+            let key = P::cell_row_key(cell);
             ensure(
                 prev_key.is_none_or(|p| p < key),
                 W,
-                "runs in strict Morton order",
+                "runs in strict row-major order",
             )?;
             prev_key = Some(key);
-            // The run is reachable through its slot's chain, exactly once.
-            ensure(
-                self.lookup(table, records, rec.cell) == Some(s),
-                W,
-                "run found by its cell",
-            )?;
-            let b = self.grid.bucket(rec.cell);
-            ensure(
-                rec.next == NONE
-                    || ((rec.next as usize) < runs
-                        && self.grid.bucket(records[rec.next as usize].cell) == b),
-                W,
-                "chain stays in its slot",
-            )?;
+            ensure(self.find(&v, cell) == Some(s), W, "run found by its cell")?;
+            let mut prev_id = None;
             for (k, q) in parts[lo..hi].iter().enumerate() {
                 let c = self.grid.cell(q.pos).map_err(|_| Corruption {
                     structure: W,
                     invariant: "stored positions within the grid range",
                 })?;
-                ensure(c == rec.cell, W, "particle in its cell's run")?;
+                ensure(c == cell, W, "particle in its cell's run")?;
+                ensure(
+                    prev_id.is_none_or(|p| p < q.id),
+                    W,
+                    "input order within a run",
+                )?;
+                prev_id = Some(q.id);
                 identity &= q.id as usize == lo + k;
             }
         }
         ensure(identity == self.identity, W, "identity flag exact")?;
-        // Chains hold every run once: total chain length == runs.
-        let mut chained = 0usize;
-        for t in table.iter().filter(|t| t.stamp == self.stamp) {
-            let mut s = t.slot;
-            while s != NONE {
-                chained += 1;
-                ensure(
-                    chained <= runs && (s as usize) < runs,
-                    W,
-                    "chains acyclic, in range",
-                )?;
-                s = records[s as usize].next;
+        ensure(
+            self.indexed == (2 * runs <= table.len()),
+            W,
+            "table indexes the runs exactly when it has two slots per run",
+        )?;
+        if self.indexed {
+            // Every stamped slot holds a distinct run, and all runs are there.
+            let mut stamped = 0usize;
+            for t in table.iter().filter(|t| t.stamp == self.stamp) {
+                stamped += 1;
+                ensure((t.slot as usize) < runs, W, "indexed run in range")?;
             }
+            ensure(stamped == runs, W, "table holds every run once")?;
         }
-        ensure(chained == runs, W, "chains hold every run once")
+        Ok(())
     }
 }
 
@@ -836,7 +1131,8 @@ where
             + core::mem::size_of_val(self.records.as_ref())
     }
 
-    /// `O(T)`: counts the slots stamped by the last build.
+    /// `O(T)`: counts the slots indexing the last build's cells (one per
+    /// occupied cell when the table indexes them, none otherwise).
     fn stats(&self) -> Self::Stats {
         let table = self.table.as_ref();
         crate::inspect::SearchStats {
@@ -844,7 +1140,7 @@ where
             capacity: self.particles.as_ref().len(),
             radius: self.grid.radius(),
             table_slots: table.len(),
-            occupied_slots: if self.len == 0 {
+            occupied_slots: if self.len == 0 || !self.indexed {
                 0
             } else {
                 table.iter().filter(|s| s.stamp == self.stamp).count()

@@ -491,15 +491,15 @@ mod tests {
     #[test]
     fn memory_formulas_hold_on_thumbv7em() {
         assert_eq!(size_of::<usize>(), 4);
-        // CellSortedHash: 8T + 40N (3D), 8T + 32N (2D).
+        // CellSortedHash: 8T + 24N (3D), 8T + 20N (2D).
         assert_eq!(size_of::<TableSlot>(), 8);
         assert_eq!(
             size_of::<SortedParticle<Vec3>>() + size_of::<CellRecord<Vec3>>(),
-            40
+            24
         );
         assert_eq!(
             size_of::<SortedParticle<Vec2>>() + size_of::<CellRecord<Vec2>>(),
-            32
+            20
         );
         // BucketHash<K>: (16 + 4K)T + 24N / 16N.
         assert_eq!(size_of::<Bucket<1>>(), 16 + 4);
