@@ -533,8 +533,8 @@ where
     }
 }
 
-/// Copies `positions` if they are already in cell order, marking the runs
-/// as it goes; returns the number of runs, or `None` at the first particle
+/// Copies `positions` if they are already in cell order and marks the runs;
+/// returns the number of runs, or `None` at the first particle
 /// out of order (the buffers then hold garbage the sort overwrites).
 fn copy_if_sorted<P: Point>(
     grid: &Grid<P>,
@@ -542,7 +542,6 @@ fn copy_if_sorted<P: Point>(
     parts: &mut [SortedParticle<P>],
     records: &mut [CellRecord<P>],
 ) -> Option<usize> {
-    let mut runs = 0usize;
     let mut prev = None;
     for (i, (&p, (sp, rec))) in positions
         .iter()
@@ -553,10 +552,7 @@ fn copy_if_sorted<P: Point>(
         match prev {
             Some(q) if q == k => {}
             Some(q) if q > k => return None,
-            _ => {
-                prev = Some(k);
-                runs += 1;
-            }
+            _ => prev = Some(k),
         }
         *sp = SortedParticle {
             pos: p,
@@ -566,17 +562,7 @@ fn copy_if_sorted<P: Point>(
     }
     // Run starts, written after the pass (a run's record may be a later
     // particle's, whose rank the loop writes).
-    let mut s = 0usize;
-    let mut prev = None;
-    for (k, sp) in parts.iter().enumerate() {
-        let key = P::cell_row_key(grid.cell_unchecked(sp.pos));
-        if prev != Some(key) {
-            prev = Some(key);
-            records[s].start = k as u32;
-            s += 1;
-        }
-    }
-    Some(runs)
+    Some(mark_runs(grid, parts, records))
 }
 
 /// Counting sort of `positions` by cell through `table` (open addressing,
@@ -637,10 +623,9 @@ fn counting_sort<P: Point>(
         records[r as usize].start += 1;
         records[i].rank = r;
     }
-    // The cells in row-major order; counts become each cell's cursor.
-    crate::sort::sort_by_key(&mut parts[..runs], |sp| {
-        P::cell_row_key(grid.cell_unchecked(sp.pos))
-    });
+    // The cells in row-major order (one per run, so the ids, which number
+    // the runs here, never decide); counts become each cell's cursor.
+    sort_by_cell(grid, &mut parts[..runs]);
     let mut total = 0u32;
     for sp in &parts[..runs] {
         let rec = &mut records[sp.id as usize];
@@ -662,6 +647,15 @@ fn counting_sort<P: Point>(
     true
 }
 
+/// Sorts by (row key of the cell, id): the one sort of the build (one
+/// instantiation, which matters in firmware).
+#[inline(never)]
+fn sort_by_cell<P: Point>(grid: &Grid<P>, parts: &mut [SortedParticle<P>]) {
+    crate::sort::sort_by_key(parts, |sp| {
+        (P::cell_row_key(grid.cell_unchecked(sp.pos)), sp.id)
+    });
+}
+
 /// Comparison sort by (cell, id): any table size, `O(N log N)`.
 fn comparison_sort<P: Point>(
     grid: &Grid<P>,
@@ -675,9 +669,7 @@ fn comparison_sort<P: Point>(
             id: i as u32,
         };
     }
-    crate::sort::sort_by_key(parts, |sp| {
-        (P::cell_row_key(grid.cell_unchecked(sp.pos)), sp.id)
-    });
+    sort_by_cell(grid, parts);
     for (k, sp) in parts.iter().enumerate() {
         records[sp.id as usize].rank = k as u32;
     }
