@@ -1,0 +1,151 @@
+//! The reports' prose lives in markdown templates (`benches/templates/`),
+//! with named placeholders `{name}` (ASCII letters, digits and `_`) that
+//! [`fill`] replaces with the measured tables and figures. `{{` and `}}`
+//! write a literal brace.
+//!
+//! Strict on purpose: a placeholder without a value, a value that no
+//! placeholder uses, and an unbalanced brace are all errors, so a report
+//! can neither print a raw `{name}` nor silently drop a table.
+
+use core::fmt;
+
+/// Why a template could not be filled.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TemplateError {
+    /// `{name}` in the template, with no value given.
+    Unfilled(String),
+    /// A value given for a name the template does not use.
+    Unused(String),
+    /// A `{` without its `}`, or a stray `}` (byte offset).
+    Unbalanced(usize),
+    /// A placeholder whose name is not `[A-Za-z0-9_]+` (byte offset).
+    BadName(usize),
+    /// The same name given twice.
+    Duplicate(String),
+}
+
+impl fmt::Display for TemplateError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TemplateError::Unfilled(n) => write!(f, "placeholder {{{n}}} has no value"),
+            TemplateError::Unused(n) => write!(f, "value {n} is not used by the template"),
+            TemplateError::Unbalanced(i) => write!(f, "unbalanced brace at byte {i}"),
+            TemplateError::BadName(i) => write!(f, "bad placeholder name at byte {i}"),
+            TemplateError::Duplicate(n) => write!(f, "value {n} given twice"),
+        }
+    }
+}
+
+impl core::error::Error for TemplateError {}
+
+/// `template` with every `{name}` replaced by the value of `name` in
+/// `values`.
+///
+/// # Errors
+///
+/// See [`TemplateError`].
+pub fn fill(template: &str, values: &[(&str, &str)]) -> Result<String, TemplateError> {
+    for (i, (a, _)) in values.iter().enumerate() {
+        if values[..i].iter().any(|(b, _)| a == b) {
+            return Err(TemplateError::Duplicate((*a).to_owned()));
+        }
+    }
+    let mut used = vec![false; values.len()];
+    let mut out = String::with_capacity(template.len());
+    let bytes = template.as_bytes();
+    let mut i = 0;
+    let mut plain = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'{' if bytes.get(i + 1) == Some(&b'{') => {
+                out.push_str(&template[plain..i]);
+                out.push('{');
+                i += 2;
+                plain = i;
+            }
+            b'}' if bytes.get(i + 1) == Some(&b'}') => {
+                out.push_str(&template[plain..i]);
+                out.push('}');
+                i += 2;
+                plain = i;
+            }
+            b'}' => return Err(TemplateError::Unbalanced(i)),
+            b'{' => {
+                out.push_str(&template[plain..i]);
+                let end = template[i + 1..]
+                    .find('}')
+                    .ok_or(TemplateError::Unbalanced(i))?
+                    + i
+                    + 1;
+                let name = &template[i + 1..end];
+                if name.is_empty() || !name.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_')
+                {
+                    return Err(TemplateError::BadName(i));
+                }
+                let k = values
+                    .iter()
+                    .position(|(n, _)| *n == name)
+                    .ok_or_else(|| TemplateError::Unfilled(name.to_owned()))?;
+                used[k] = true;
+                out.push_str(values[k].1);
+                i = end + 1;
+                plain = i;
+            }
+            _ => i += 1,
+        }
+    }
+    out.push_str(&template[plain..]);
+    if let Some(k) = used.iter().position(|u| !u) {
+        return Err(TemplateError::Unused(values[k].0.to_owned()));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fills_every_placeholder() {
+        let t = "# {title}\n\nat {commit}, {commit} again; {{literal}} µ\n";
+        let s = fill(t, &[("title", "Report"), ("commit", "abc")]).unwrap();
+        assert_eq!(s, "# Report\n\nat abc, abc again; {literal} µ\n");
+    }
+
+    #[test]
+    fn values_are_not_rescanned() {
+        let s = fill("{a}", &[("a", "{b} }")]).unwrap();
+        assert_eq!(s, "{b} }");
+    }
+
+    #[test]
+    fn unfilled_placeholder_is_an_error() {
+        assert_eq!(
+            fill("x {missing} y", &[]),
+            Err(TemplateError::Unfilled("missing".into()))
+        );
+    }
+
+    #[test]
+    fn unused_value_is_an_error() {
+        assert_eq!(
+            fill("x {a}", &[("a", "1"), ("b", "2")]),
+            Err(TemplateError::Unused("b".into()))
+        );
+    }
+
+    #[test]
+    fn malformed_templates_are_errors() {
+        assert_eq!(
+            fill("x {a", &[("a", "")]),
+            Err(TemplateError::Unbalanced(2))
+        );
+        assert_eq!(fill("x } y", &[]), Err(TemplateError::Unbalanced(2)));
+        assert_eq!(fill("x {a b}", &[]), Err(TemplateError::BadName(2)));
+        assert_eq!(fill("x {}", &[]), Err(TemplateError::BadName(2)));
+        assert_eq!(
+            fill("{a}", &[("a", "1"), ("a", "2")]),
+            Err(TemplateError::Duplicate("a".into()))
+        );
+    }
+}
