@@ -101,9 +101,30 @@ pub fn fill(template: &str, values: &[(&str, &str)]) -> Result<String, TemplateE
     Ok(out)
 }
 
+/// A markdown table: the header row, the separator, then one line per row
+/// (cells joined as given; a `|` inside a cell is escaped).
+pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let mut s = format!(
+        "| {} |\n|{}\n",
+        header.join(" | "),
+        "---|".repeat(header.len())
+    );
+    for r in rows {
+        let cells: Vec<String> = r.iter().map(|c| c.replace('|', "\\|")).collect();
+        s.push_str(&format!("| {} |\n", cells.join(" | ")));
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tables() {
+        let t = table(&["a", "b"], &[vec!["1".into(), "x|y".into()]]);
+        assert_eq!(t, "| a | b |\n|---|---|\n| 1 | x\\|y |\n");
+    }
 
     #[test]
     fn fills_every_placeholder() {

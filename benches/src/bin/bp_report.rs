@@ -1,36 +1,49 @@
 //! The broad-phase report: the paper's §4 benchmarks (Schornbaum 2009) for
 //! the hierarchical hash grid, with its peers in the same run. Writes
-//! `benches/BP_REPORT.md` and `benches/bp_report.svg`.
+//! `benches/BP_REPORT.md` (prose from `benches/templates/bp_report.md`) and
+//! `benches/bp_report.svg`.
 //!
 //! ```text
-//! cargo run --release -p spatium-benches --bin bp_report [-- --quick] [--out DIR]
+//! cargo run --release -p spatium-benches --bin bp_report [-- --quick] [--max-n N] [--out DIR]
 //! ```
 //!
 //! Scenario (as in the paper): cubes (or boxes) placed uniformly in a periodic
 //! box sized for about two overlapping pairs per object, each moving in a
 //! random direction at up to 20 % of its size per step. A *step* is the
 //! update of every box followed by the enumeration of every overlapping pair;
-//! its time is the thread's CPU time, median over the timed steps (5, after
-//! one untimed warm-up step). Every implementation runs the very same boxes,
+//! its time is the thread's CPU time, in steady state
+//! ([`Steady::PAPER`]: the median of steps 10–30 after the build), for every
+//! implementation alike. Every implementation runs the very same boxes,
 //! and every step's pair count and order-free pair checksum must agree
 //! between all implementations of a row (brute force included where it runs),
-//! or the report aborts. `--quick`: N ≤ 10⁵.
+//! or the report aborts. `--quick`: N ≤ 10⁵; `--max-n N`: sizes up to N.
+//!
+//! Each section is an experiment that returns rows; rendering them into
+//! tables and the template is separate.
 
-use core::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use cpu_time::ThreadTime;
-use plotters::prelude::*;
 use spatium::{
     Aabb3, BoundingBox, BroadPhase, BruteForceBroadPhase, HhgConfig, Inspect, Point,
     UpdateStrategy, Vec3,
 };
 use spatium_benches::bp_peers::{ParryBvh, SweepAndPrune};
+use spatium_benches::measure::{Steady, Timing, median, time};
+use spatium_benches::plot::{self, Panel, Series};
+use spatium_benches::provenance::{Provenance, locked_version};
+use spatium_benches::template::{fill, table};
 use spatium_host::make::{self, VecHhg};
 use spatium_host::scenarios::{BoxScenario, elongated, moving_cubes, uneven, varied_cubes};
 
-const TIMED_STEPS: usize = 5;
+/// The measurement protocol of every stepped row.
+const STEADY: Steady = Steady::PAPER;
+
+/// Steps right after the build shown beside the steady state.
+const EARLY: usize = 5;
+
+/// The prose of the report.
+const TEMPLATE: &str = include_str!("../../templates/bp_report.md");
 
 /// Pair count and an order-free checksum of the pairs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -142,41 +155,41 @@ impl Driver for Brute {
 #[derive(Clone, Copy, Debug)]
 struct Run {
     setup_ms: f64,
+    /// Median CPU ms per step in steady state.
     step_ms: f64,
+    /// Median wall-clock ms per step in steady state.
+    wall_ms: f64,
+    /// Median CPU ms of the first [`EARLY`] steps after the build.
+    early_ms: f64,
     pairs: Pairs,
 }
 
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
-/// Runs `d` on a copy of `sc`: setup, one warm-up step, timed steps. Returns
-/// the run and the pairs of every step (for the cross-check).
+/// Runs `d` on a copy of `sc`: setup, then [`STEADY`]'s steps, the scene's
+/// motion untimed, the structure's update and pairs timed. Returns the run
+/// and the pairs of every step (for the cross-check).
 fn run(d: &mut dyn Driver, sc: &BoxScenario<Aabb3>) -> (Run, Vec<Pairs>) {
     let mut sc = sc.clone();
-    let c = ThreadTime::now();
-    d.setup(&sc.boxes);
-    let setup_ms = c.elapsed().as_secs_f64() * 1e3;
-    let mut all = Vec::new();
-    let mut times = Vec::new();
-    for k in 0..=TIMED_STEPS {
-        sc.step();
-        let c = ThreadTime::now();
-        let p = d.step(&sc.boxes);
-        let t = c.elapsed().as_secs_f64() * 1e3;
-        if k > 0 {
-            times.push(t);
-        }
-        all.push(p);
-    }
+    let ((), setup) = time(|| d.setup(&sc.boxes));
+    let r = STEADY.run(
+        |_| {
+            sc.step();
+            time(|| d.step(&sc.boxes))
+        },
+        |_| false,
+    );
+    let early: Vec<f64> = r.all[..EARLY.min(r.all.len())]
+        .iter()
+        .map(Timing::cpu_ms)
+        .collect();
     (
         Run {
-            setup_ms,
-            step_ms: median(&mut times),
-            pairs: all[all.len() - 1],
+            setup_ms: setup.cpu_ms(),
+            step_ms: r.median_cpu_ms(),
+            wall_ms: r.timed.median_wall_ms(),
+            early_ms: median(&early),
+            pairs: *r.outputs.last().expect("steps"),
         },
-        all,
+        r.outputs,
     )
 }
 
@@ -197,11 +210,12 @@ fn compare(sc: &BoxScenario<Aabb3>, drivers: Vec<(&str, Box<dyn Driver>)>) -> Ve
             ),
         }
         eprintln!(
-            "  {:>9} {:<28} setup {:>9.2} ms  step {:>9.2} ms  pairs {}",
+            "  {:>9} {:<28} setup {:>9.2} ms  step {:>9.2} ms (steps 0–4: {:>9.2})  pairs {}",
             sc.boxes.len(),
             name,
             r.setup_ms,
             r.step_ms,
+            r.early_ms,
             r.pairs.count
         );
         out.push((name.to_string(), r));
@@ -249,89 +263,26 @@ fn shrunk(sc: &BoxScenario<Aabb3>, f: f32) -> BoxScenario<Aabb3> {
     sc
 }
 
-struct Report {
-    md: String,
-    /// (series, n, ns per object per step) for the plot.
-    points: Vec<(String, usize, f64)>,
+// ----------------------------------------------------------------- experiments
+
+/// A row of section 1.
+struct ScalingRow {
+    scenario: String,
+    varied: bool,
+    n: usize,
+    imp: String,
+    run: Run,
+    /// This row's step time over the first row's (hhg) of its scenario.
+    vs_hhg: f64,
 }
 
-fn table_header(md: &mut String, cols: &[&str]) {
-    let _ = writeln!(md, "| {} |", cols.join(" | "));
-    let _ = writeln!(
-        md,
-        "|{}|",
-        cols.iter().map(|_| "---").collect::<Vec<_>>().join("|")
-    );
-}
-
-fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().collect();
-    let quick = args.iter().any(|a| a == "--quick");
-    let out = args
-        .iter()
-        .position(|a| a == "--out")
-        .and_then(|i| args.get(i + 1))
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
-    let max_n = if quick { 100_000 } else { 1_000_000 };
-    let ns: Vec<usize> = [100, 1_000, 10_000, 100_000, 1_000_000]
-        .into_iter()
-        .filter(|&n| n <= max_n)
-        .collect();
+/// Section 1: every implementation on both scenarios at every size.
+fn scaling(ns: &[usize]) -> Vec<ScalingRow> {
     let d = HhgConfig::DEFAULT;
     let inc = UpdateStrategy::Incremental;
-    let mut rep = Report {
-        md: String::new(),
-        points: Vec::new(),
-    };
-    let commit = std::process::Command::new("git")
-        .args(["rev-parse", "--short", "HEAD"])
-        .output()
-        .ok()
-        .and_then(|o| String::from_utf8(o.stdout).ok())
-        .unwrap_or_default();
-    let md = &mut rep.md;
-    let _ = writeln!(
-        md,
-        "# Broad phase: the hierarchical hash grid against its peers\n\n\
-         Generated by `cargo run --release -p spatium-benches --bin bp_report{}` at commit `{}`.\n\
-         Times are the thread's CPU time per step (update of every box + every overlapping pair), \
-         median of {TIMED_STEPS} steps after one warm-up, one thread. Every implementation of a row \
-         ran the same boxes and reported the same pairs (count and checksum) at every step. \
-         Scenario: the paper's §4 — cubes uniform in a periodic box with about 2 overlapping pairs \
-         per object, moving up to 20 % of their size per step.\n",
-        if quick { " -- --quick" } else { "" },
-        commit.trim()
-    );
-
-    // --- 1. Scaling (Fig. 20–22) and the peers (Fig. 28).
-    let _ = writeln!(
-        md,
-        "## 1. Scaling, one size and sizes varying by 12× (Fig. 20–22, 28)\n\n\
-         hhg: hierarchical hash grid, default configuration (factor 2, growth at 1/8 box per cell, \
-         flat array below 32 boxes), incremental update, arena with room for the paper's growth rule. \
-         hhg capped: arena capped at about one cell per two boxes (the largest grid saturates; \
-         this is the configuration that meets 64 B/object). SAP: sweep and prune with incremental \
-         insertion sort on x (the paper's pe peer; not run at 10⁶, where one step takes minutes). \
-         parry refit / rebuild: parry3d 0.31 `Bvh` refitted or rebuilt each step, pairs by its own \
-         tree self-traversal. brute: all pairs (n ≤ 10⁴).\n"
-    );
-    table_header(
-        md,
-        &[
-            "scenario",
-            "N",
-            "pairs",
-            "implementation",
-            "setup ms",
-            "step ms",
-            "ns/object/step",
-            "vs hhg",
-        ],
-    );
-    let mut headline = Vec::new();
+    let mut rows = Vec::new();
     for varied in [false, true] {
-        for &n in &ns {
+        for &n in ns {
             let sc = if varied {
                 varied_cubes::<Aabb3>(n, 12.0, 7)
             } else {
@@ -345,20 +296,16 @@ fn main() -> ExitCode {
             if n <= 100_000 {
                 drivers.push(("SAP", Box::new(Sap(None))));
             }
-            drivers.push((
-                "parry refit",
-                Box::new(Parry {
-                    bvh: None,
-                    rebuild: false,
-                }),
-            ));
-            drivers.push((
-                "parry rebuild",
-                Box::new(Parry {
-                    bvh: None,
-                    rebuild: true,
-                }),
-            ));
+            for rebuild in [false, true] {
+                drivers.push((
+                    if rebuild {
+                        "parry rebuild"
+                    } else {
+                        "parry refit"
+                    },
+                    Box::new(Parry { bvh: None, rebuild }),
+                ));
+            }
             if n <= 10_000 {
                 drivers.push((
                     "brute",
@@ -367,88 +314,73 @@ fn main() -> ExitCode {
             }
             let res = compare(&sc, drivers);
             let base = res[0].1.step_ms;
-            for (name, r) in &res {
-                let _ = writeln!(
-                    md,
-                    "| {} | {n} | {} | {name} | {:.2} | {:.3} | {:.0} | {:.2}× |",
-                    sc.name,
-                    r.pairs.count,
-                    r.setup_ms,
-                    r.step_ms,
-                    r.step_ms * 1e6 / n as f64,
-                    r.step_ms / base
-                );
-                rep.points.push((
-                    format!("{} {}", name, if varied { "(12×)" } else { "(cubes)" }),
-                    n,
-                    r.step_ms * 1e6 / n as f64,
-                ));
-            }
-            if !varied && n == *ns.last().expect("sizes") {
-                headline = res;
-            }
+            rows.extend(res.into_iter().map(|(imp, run)| ScalingRow {
+                scenario: sc.name.clone(),
+                varied,
+                n,
+                imp,
+                vs_hhg: run.step_ms / base,
+                run,
+            }));
         }
     }
+    rows
+}
 
-    // --- 2. Hierarchy factor (Fig. 23–24).
-    let n2 = 100_000.min(max_n);
-    let _ = writeln!(md, "\n## 2. Hierarchy factor (Fig. 23–24), N = {n2}\n");
-    table_header(
-        md,
-        &[
-            "scenario",
-            "factor",
-            "grids",
-            "max boxes/cell",
-            "step ms",
-            "ns/object/step",
-        ],
-    );
+/// A row of section 2.
+struct FactorRow {
+    scenario: String,
+    factor: f32,
+    grids: usize,
+    max_per_cell: u32,
+    step_ms: f64,
+}
+
+/// Section 2: the hierarchy factor at `n`.
+fn factors(n: usize) -> Vec<FactorRow> {
+    let d = HhgConfig::DEFAULT;
+    let mut rows = Vec::new();
     for varied in [false, true] {
         let sc = if varied {
-            varied_cubes::<Aabb3>(n2, 12.0, 8)
+            varied_cubes::<Aabb3>(n, 12.0, 8)
         } else {
-            moving_cubes::<Aabb3>(n2, 8)
+            moving_cubes::<Aabb3>(n, 8)
         };
         for f in [1.5f32, 2.0, 3.0, 4.0, 8.0] {
             let cfg = d.with_hierarchy_factor(f).expect("factor");
-            let mut h = Hhg::new(n2, cfg, roomy(n2, &cfg) * 2, inc);
+            let mut h = Hhg::new(n, cfg, roomy(n, &cfg) * 2, UpdateStrategy::Incremental);
             let (r, _) = run(&mut h, &sc);
             let st = h.g.stats();
-            let maxper = st.grid[..st.grids]
+            let max_per_cell = st.grid[..st.grids]
                 .iter()
                 .map(|g| g.max_objects_per_cell)
                 .max()
                 .unwrap_or(0);
             eprintln!("  factor {f}: {:.2} ms, {} grids", r.step_ms, st.grids);
-            let _ = writeln!(
-                md,
-                "| {} | {f} | {} | {maxper} | {:.2} | {:.0} |",
-                sc.name,
-                st.grids,
-                r.step_ms,
-                r.step_ms * 1e6 / n2 as f64
-            );
+            rows.push(FactorRow {
+                scenario: sc.name.clone(),
+                factor: f,
+                grids: st.grids,
+                max_per_cell,
+                step_ms: r.step_ms,
+            });
         }
     }
+    rows
+}
 
-    // --- 3. Incremental update against clear-and-reinsert (Fig. 25).
-    let _ = writeln!(
-        md,
-        "\n## 3. Update strategies (Fig. 25)\n\n\
-         Update phase alone (no detection). Normal: motion up to 20 % of the size. Abnormal: \
-         velocities ×10, so that nearly every box changes cell every step.\n"
-    );
-    table_header(
-        md,
-        &[
-            "motion",
-            "N",
-            "incremental ms",
-            "clear + reinsert ms",
-            "incremental / reinsert",
-        ],
-    );
+/// A row of section 3.
+struct StrategyRow {
+    abnormal: bool,
+    n: usize,
+    incremental_ms: f64,
+    reinsert_ms: f64,
+}
+
+/// Section 3: incremental update against clear-and-reinsert, update alone.
+fn strategies(ns: &[usize]) -> Vec<StrategyRow> {
+    let d = HhgConfig::DEFAULT;
+    let mut rows = Vec::new();
     for &n in ns.iter().filter(|&&n| n >= 10_000) {
         for abnormal in [false, true] {
             let base = moving_cubes::<Aabb3>(n, 9);
@@ -470,50 +402,40 @@ fn main() -> ExitCode {
                 for (i, b) in sc.boxes.iter().enumerate() {
                     g.insert(i as u32, *b).expect("insert");
                 }
-                let mut times = Vec::new();
-                for _ in 0..=TIMED_STEPS {
-                    sc.step();
-                    let c = ThreadTime::now();
-                    g.update_all(&sc.boxes, s).expect("update");
-                    times.push(c.elapsed().as_secs_f64() * 1e3);
-                }
-                times.remove(0);
-                t[k] = median(&mut times);
+                let r = STEADY.run(
+                    |_| {
+                        sc.step();
+                        time(|| g.update_all(&sc.boxes, s).expect("update"))
+                    },
+                    |_| false,
+                );
+                t[k] = r.median_cpu_ms();
             }
-            let _ = writeln!(
-                md,
-                "| {} | {n} | {:.2} | {:.2} | {:.2} |",
-                if abnormal {
-                    "abnormal (×10)"
-                } else {
-                    "normal (20 %)"
-                },
-                t[0],
-                t[1],
-                t[0] / t[1]
-            );
             eprintln!("  update strategies n={n} abnormal={abnormal}: {t:?}");
+            rows.push(StrategyRow {
+                abnormal,
+                n,
+                incremental_ms: t[0],
+                reinsert_ms: t[1],
+            });
         }
     }
+    rows
+}
 
-    // --- 4. Worst cases (Fig. 26).
-    let _ = writeln!(
-        md,
-        "\n## 4. Worst cases (Fig. 26)\n\n\
-         10×1×1 boxes along random axes, and cubes in a 1024 : 1 : 1 box (1024 times as many \
-         objects along x), both about 2 pairs per object, against the cube scenario.\n"
-    );
-    table_header(
-        md,
-        &[
-            "scenario",
-            "N",
-            "pairs",
-            "step ms",
-            "ns/object/step",
-            "vs cubes",
-        ],
-    );
+/// A row of section 4.
+struct WorstRow {
+    scenario: String,
+    n: usize,
+    pairs: u64,
+    step_ms: f64,
+    vs_cubes: f64,
+}
+
+/// Section 4: the worst cases against the cubes.
+fn worst_cases(ns: &[usize]) -> Vec<WorstRow> {
+    let d = HhgConfig::DEFAULT;
+    let mut rows = Vec::new();
     for &n in ns.iter().filter(|&&n| n >= 10_000) {
         let mut base = 0.0;
         for sc in [
@@ -521,80 +443,78 @@ fn main() -> ExitCode {
             elongated::<Aabb3>(n, 10),
             uneven::<Aabb3>(n, 10),
         ] {
-            let mut h = Hhg::new(n, d, roomy(n, &d), inc);
+            let mut h = Hhg::new(n, d, roomy(n, &d), UpdateStrategy::Incremental);
             let (r, _) = run(&mut h, &sc);
             if base == 0.0 {
                 base = r.step_ms;
             }
-            let _ = writeln!(
-                md,
-                "| {} | {n} | {} | {:.2} | {:.0} | {:.2}× |",
-                sc.name,
-                r.pairs.count,
-                r.step_ms,
-                r.step_ms * 1e6 / n as f64,
-                r.step_ms / base
-            );
             eprintln!("  worst case {} n={n}: {:.2} ms", sc.name, r.step_ms);
+            rows.push(WorstRow {
+                scenario: sc.name.clone(),
+                n,
+                pairs: r.pairs.count,
+                step_ms: r.step_ms,
+                vs_cubes: r.step_ms / base,
+            });
         }
     }
+    rows
+}
 
-    // --- 5. Sweep and prune under coherence (Fig. 29–30).
-    let _ = writeln!(
-        md,
-        "\n## 5. Sweep and prune under temporal coherence (Fig. 28–30)\n\n\
-         20 %: the usual motion. 1 %: motion up to 1 % of the size. shrunk: boxes 10⁵ times \
-         smaller (no pairs), motion 1 % of the new size.\n"
-    );
-    table_header(
-        md,
-        &["motion", "N", "pairs", "hhg ms", "SAP ms", "SAP / hhg"],
-    );
+/// A row of section 5.
+struct SapRow {
+    motion: &'static str,
+    n: usize,
+    pairs: u64,
+    hhg_ms: f64,
+    sap_ms: f64,
+}
+
+/// Section 5: sweep and prune under temporal coherence.
+fn sap_coherence(ns: &[usize]) -> Vec<SapRow> {
+    let d = HhgConfig::DEFAULT;
+    let mut rows = Vec::new();
     for &n in ns.iter().filter(|&&n| (1_000..=100_000).contains(&n)) {
         let base = moving_cubes::<Aabb3>(n, 11);
         let slow = scaled_velocities(base.clone(), 0.05, "1 %");
         let tiny = shrunk(&slow, 1e5);
-        for (label, sc) in [("20 %", base), ("1 %", slow), ("shrunk, 1 %", tiny)] {
+        for (motion, sc) in [("20 %", base), ("1 %", slow), ("shrunk, 1 %", tiny)] {
             let res = compare(
                 &sc,
                 vec![
-                    ("hhg", hhg(n, d, roomy(n, &d), inc)),
+                    ("hhg", hhg(n, d, roomy(n, &d), UpdateStrategy::Incremental)),
                     ("SAP", Box::new(Sap(None))),
                 ],
             );
-            let _ = writeln!(
-                md,
-                "| {label} | {n} | {} | {:.3} | {:.3} | {:.2}× |",
-                res[0].1.pairs.count,
-                res[0].1.step_ms,
-                res[1].1.step_ms,
-                res[1].1.step_ms / res[0].1.step_ms
-            );
+            rows.push(SapRow {
+                motion,
+                n,
+                pairs: res[0].1.pairs.count,
+                hhg_ms: res[0].1.step_ms,
+                sap_ms: res[1].1.step_ms,
+            });
         }
     }
+    rows
+}
 
-    // --- 6. Memory.
-    let _ = writeln!(
-        md,
-        "\n## 6. Memory per object\n\n\
-         All storage: id slots (36 B) + cell records (8 B) per id, the arena (4 B per word) and \
-         the struct; `used` counts live grids only. The paper's own figure: 64 MB for 10⁵ objects \
-         in 128³ cells (≈ 671 B/object, 64-bit pointers and per-cell vectors).\n"
-    );
-    table_header(
-        md,
-        &[
-            "N",
-            "arena",
-            "largest grid",
-            "saturated",
-            "B/object used",
-            "B/object total",
-        ],
-    );
+/// A row of section 6.
+struct MemoryRow {
+    n: usize,
+    arena: &'static str,
+    largest_axis: u32,
+    saturated: bool,
+    used_per_object: f64,
+    total_per_object: f64,
+}
+
+/// Section 6: memory per object, exact and capped arenas.
+fn memory(ns: &[usize]) -> Vec<MemoryRow> {
+    let d = HhgConfig::DEFAULT;
+    let mut rows = Vec::new();
     for &n in ns.iter().filter(|&&n| n >= 10_000) {
         let sc = moving_cubes::<Aabb3>(n, 12);
-        for (label, words) in [
+        for (arena, words) in [
             (
                 "exact (arena_words_for)",
                 VecHhg::<Aabb3>::arena_words_for(n, &d),
@@ -611,94 +531,314 @@ fn main() -> ExitCode {
                 .max_by_key(|g| g.cells)
                 .copied()
                 .unwrap_or_default();
-            let _ = writeln!(
-                md,
-                "| {n} | {label} | {}³ | {} | {:.1} | {:.1} |",
-                big.cells_per_axis[0],
-                big.saturated,
-                st.bytes_used as f64 / n as f64,
-                st.bytes_total as f64 / n as f64
-            );
+            rows.push(MemoryRow {
+                n,
+                arena,
+                largest_axis: big.cells_per_axis[0],
+                saturated: big.saturated,
+                used_per_object: st.bytes_used as f64 / n as f64,
+                total_per_object: st.bytes_total as f64 / n as f64,
+            });
         }
     }
+    rows
+}
 
-    // --- Headline.
-    if let Some((_, h)) = headline.iter().find(|(name, _)| name == "hhg capped") {
-        let n = *ns.last().expect("sizes");
-        let _ = writeln!(md, "\n## Headline: {n} moving cubes\n");
-        for (name, r) in &headline {
-            let _ = writeln!(
-                md,
-                "- {name}: {:.1} ms per step ({:.2}× hhg capped)",
-                r.step_ms,
-                r.step_ms / h.step_ms
-            );
+// ----------------------------------------------------------------- rendering
+
+fn scaling_table(rows: &[ScalingRow]) -> String {
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.scenario.clone(),
+                r.n.to_string(),
+                r.run.pairs.count.to_string(),
+                r.imp.clone(),
+                format!("{:.2}", r.run.setup_ms),
+                format!("{:.3}", r.run.step_ms),
+                format!("{:.3}", r.run.wall_ms),
+                format!("{:.3}", r.run.early_ms),
+                format!("{:.0}", r.run.step_ms * 1e6 / r.n as f64),
+                format!("{:.2}×", r.vs_hhg),
+            ]
+        })
+        .collect();
+    table(
+        &[
+            "scenario",
+            "N",
+            "pairs",
+            "implementation",
+            "setup ms",
+            "step ms (CPU)",
+            "step ms (wall)",
+            "steps 0–4 ms (CPU)",
+            "ns/object/step",
+            "vs hhg",
+        ],
+        &cells,
+    )
+}
+
+fn factor_table(rows: &[FactorRow], n: usize) -> String {
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.scenario.clone(),
+                r.factor.to_string(),
+                r.grids.to_string(),
+                r.max_per_cell.to_string(),
+                format!("{:.2}", r.step_ms),
+                format!("{:.0}", r.step_ms * 1e6 / n as f64),
+            ]
+        })
+        .collect();
+    table(
+        &[
+            "scenario",
+            "factor",
+            "grids",
+            "max boxes/cell",
+            "step ms",
+            "ns/object/step",
+        ],
+        &cells,
+    )
+}
+
+fn strategy_table(rows: &[StrategyRow]) -> String {
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                if r.abnormal {
+                    "abnormal (×10)"
+                } else {
+                    "normal (20 %)"
+                }
+                .to_owned(),
+                r.n.to_string(),
+                format!("{:.2}", r.incremental_ms),
+                format!("{:.2}", r.reinsert_ms),
+                format!("{:.2}", r.incremental_ms / r.reinsert_ms),
+            ]
+        })
+        .collect();
+    table(
+        &[
+            "motion",
+            "N",
+            "incremental ms",
+            "clear + reinsert ms",
+            "incremental / reinsert",
+        ],
+        &cells,
+    )
+}
+
+fn worst_table(rows: &[WorstRow]) -> String {
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.scenario.clone(),
+                r.n.to_string(),
+                r.pairs.to_string(),
+                format!("{:.2}", r.step_ms),
+                format!("{:.0}", r.step_ms * 1e6 / r.n as f64),
+                format!("{:.2}×", r.vs_cubes),
+            ]
+        })
+        .collect();
+    table(
+        &[
+            "scenario",
+            "N",
+            "pairs",
+            "step ms",
+            "ns/object/step",
+            "vs cubes",
+        ],
+        &cells,
+    )
+}
+
+fn sap_table(rows: &[SapRow]) -> String {
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.motion.to_owned(),
+                r.n.to_string(),
+                r.pairs.to_string(),
+                format!("{:.3}", r.hhg_ms),
+                format!("{:.3}", r.sap_ms),
+                format!("{:.2}×", r.sap_ms / r.hhg_ms),
+            ]
+        })
+        .collect();
+    table(
+        &["motion", "N", "pairs", "hhg ms", "SAP ms", "SAP / hhg"],
+        &cells,
+    )
+}
+
+fn memory_table(rows: &[MemoryRow]) -> String {
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.n.to_string(),
+                r.arena.to_owned(),
+                format!("{}³", r.largest_axis),
+                r.saturated.to_string(),
+                format!("{:.1}", r.used_per_object),
+                format!("{:.1}", r.total_per_object),
+            ]
+        })
+        .collect();
+    table(
+        &[
+            "N",
+            "arena",
+            "largest grid",
+            "saturated",
+            "B/object used",
+            "B/object total",
+        ],
+        &cells,
+    )
+}
+
+/// The largest N's moving cubes, each implementation against hhg capped.
+fn headline(rows: &[ScalingRow]) -> (usize, String) {
+    let n = rows
+        .iter()
+        .filter(|r| !r.varied)
+        .map(|r| r.n)
+        .max()
+        .unwrap_or(0);
+    let last: Vec<&ScalingRow> = rows.iter().filter(|r| !r.varied && r.n == n).collect();
+    let Some(capped) = last.iter().find(|r| r.imp == "hhg capped") else {
+        return (n, "(hhg capped not measured)\n".to_owned());
+    };
+    let mut s = String::new();
+    for r in &last {
+        s.push_str(&format!(
+            "- {}: {:.1} ms per step ({:.2}× hhg capped); steps 0–4 after the build: {:.1} ms\n",
+            r.imp,
+            r.run.step_ms,
+            r.run.step_ms / capped.run.step_ms,
+            r.run.early_ms
+        ));
+    }
+    (n, s)
+}
+
+fn plot_scaling(path: &Path, rows: &[ScalingRow]) -> Result<(), Box<dyn core::error::Error>> {
+    let series = Series::group(rows.iter().map(|r| {
+        (
+            format!("{} {}", r.imp, if r.varied { "(12×)" } else { "(cubes)" }),
+            r.n as f64,
+            r.run.step_ms * 1e6 / r.n as f64,
+        )
+    }))
+    .into_iter()
+    .map(|mut s| {
+        s.bold = s.name.starts_with("hhg");
+        s
+    })
+    .collect();
+    plot::svg(
+        path,
+        (1100, 700),
+        None,
+        1,
+        &[Panel::log_log(
+            format!(
+                "Broad phase step (update + all pairs), CPU ns per object, {}, log-log",
+                STEADY.describe()
+            ),
+            "N (objects)",
+            "ns per object per step",
+            series,
+        )],
+    )
+}
+
+fn main() -> ExitCode {
+    let mut prov = Provenance::start();
+    let args: Vec<String> = std::env::args().collect();
+    let quick = args.iter().any(|a| a == "--quick");
+    let value = |flag: &str| {
+        args.iter()
+            .position(|a| a == flag)
+            .and_then(|i| args.get(i + 1))
+    };
+    let out = value("--out")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
+    let mut max_n = if quick { 100_000 } else { 1_000_000 };
+    if let Some(v) = value("--max-n") {
+        match v.parse::<usize>() {
+            Ok(m) => max_n = max_n.min(m),
+            Err(e) => {
+                eprintln!("--max-n {v}: {e}");
+                return ExitCode::FAILURE;
+            }
         }
     }
+    let ns: Vec<usize> = [100, 1_000, 10_000, 100_000, 1_000_000]
+        .into_iter()
+        .filter(|&n| n <= max_n)
+        .collect();
+    let n_factor = 100_000.min(max_n);
+
+    let scaling_rows = scaling(&ns);
+    let factor_rows = factors(n_factor);
+    let strategy_rows = strategies(&ns);
+    let worst_rows = worst_cases(&ns);
+    let sap_rows = sap_coherence(&ns);
+    let memory_rows = memory(&ns);
+    prov.finish();
+
+    let (n_headline, headline) = headline(&scaling_rows);
+    let (skip, steps) = (STEADY.skip.to_string(), STEADY.steps().to_string());
+    let values = [
+        ("provenance", prov.markdown()),
+        ("protocol", STEADY.describe()),
+        ("steps", steps),
+        ("skip", skip),
+        ("parry_version", locked_version("parry3d")),
+        ("table_scaling", scaling_table(&scaling_rows)),
+        ("n_factor", n_factor.to_string()),
+        ("table_factor", factor_table(&factor_rows, n_factor)),
+        ("table_strategies", strategy_table(&strategy_rows)),
+        ("table_worst", worst_table(&worst_rows)),
+        ("table_sap", sap_table(&sap_rows)),
+        ("table_memory", memory_table(&memory_rows)),
+        ("n_headline", n_headline.to_string()),
+        ("headline", headline),
+    ];
+    let values: Vec<(&str, &str)> = values.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let md = match fill(TEMPLATE, &values) {
+        Ok(md) => md,
+        Err(e) => {
+            eprintln!("templates/bp_report.md: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let md_path = out.join("BP_REPORT.md");
-    if let Err(e) = std::fs::write(&md_path, &rep.md) {
+    if let Err(e) = std::fs::write(&md_path, md) {
         eprintln!("writing {}: {e}", md_path.display());
         return ExitCode::FAILURE;
     }
-    if let Err(e) = plot(&out.join("bp_report.svg"), &rep.points) {
+    if let Err(e) = plot_scaling(&out.join("bp_report.svg"), &scaling_rows) {
         eprintln!("plot: {e}");
         return ExitCode::FAILURE;
     }
     eprintln!("wrote {}", md_path.display());
     ExitCode::SUCCESS
-}
-
-fn plot(
-    path: &std::path::Path,
-    pts: &[(String, usize, f64)],
-) -> Result<(), Box<dyn core::error::Error>> {
-    let root = SVGBackend::new(path, (1100, 700)).into_drawing_area();
-    root.fill(&WHITE)?;
-    let xmax = pts.iter().map(|p| p.1).max().unwrap_or(10) as f64 * 1.5;
-    let ymin = pts.iter().map(|p| p.2).fold(f64::INFINITY, f64::min) / 1.5;
-    let ymax = pts.iter().map(|p| p.2).fold(0.0, f64::max) * 1.5;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(
-            "Broad phase step (update + all pairs), CPU ns per object, log-log",
-            ("sans-serif", 20),
-        )
-        .margin(10)
-        .x_label_area_size(40)
-        .y_label_area_size(60)
-        .build_cartesian_2d((70.0..xmax).log_scale(), (ymin..ymax).log_scale())?;
-    chart
-        .configure_mesh()
-        .light_line_style(WHITE)
-        .x_desc("N (objects)")
-        .y_desc("ns per object per step")
-        .x_label_formatter(&|x| format!("{x:.0e}"))
-        .y_label_formatter(&|y| format!("{y:.0}"))
-        .draw()?;
-    let mut names: Vec<&String> = pts.iter().map(|p| &p.0).collect();
-    names.dedup();
-    let mut seen = Vec::new();
-    for n in names {
-        if !seen.contains(&n) {
-            seen.push(n);
-        }
-    }
-    for (k, name) in seen.iter().enumerate() {
-        let color = Palette99::pick(k).to_rgba();
-        let series: Vec<(f64, f64)> = pts
-            .iter()
-            .filter(|p| &&p.0 == name)
-            .map(|p| (p.1 as f64, p.2))
-            .collect();
-        chart
-            .draw_series(LineSeries::new(series, color.stroke_width(2)).point_size(3))?
-            .label(name.as_str())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
-    }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()?;
-    root.present()?;
-    Ok(())
 }
