@@ -43,7 +43,9 @@ impl Timing {
     }
 }
 
-/// Runs `f` once on the calling thread and times it.
+/// Runs `f` once on the calling thread and times it. Never inlined, so
+/// that the optimiser cannot move the work across the clock reads.
+#[inline(never)]
 pub fn time<R>(f: impl FnOnce() -> R) -> (R, Timing) {
     let c = ThreadTime::now();
     let w = Instant::now();
@@ -76,6 +78,16 @@ pub fn median(v: &[f64]) -> f64 {
     } else {
         0.5 * (s[m / 2 - 1] + s[m / 2])
     }
+}
+
+/// [`median`] of `v`, or `None` for an empty sample (a structure that
+/// refused every run).
+///
+/// # Panics
+///
+/// If `v` holds a NaN.
+pub fn median_opt(v: &[f64]) -> Option<f64> {
+    (!v.is_empty()).then(|| median(v))
 }
 
 /// Timings of repeated runs of one workload.
@@ -271,6 +283,12 @@ mod tests {
         assert_eq!(median(&[1.0, 1.0, 9.0, 9.0]), 5.0);
         assert_eq!(median(&[-1.0, f64::INFINITY, 2.0]), 2.0);
         assert_eq!(median(&[2.0, 1.0, 5.0, 4.0, 3.0]), 3.0);
+    }
+
+    #[test]
+    fn median_opt_of_nothing_is_none() {
+        assert_eq!(median_opt(&[]), None);
+        assert_eq!(median_opt(&[2.0, 4.0]), Some(3.0));
     }
 
     #[test]

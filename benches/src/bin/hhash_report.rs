@@ -23,19 +23,16 @@
 //!    onto 2000 static spheres; per-frame collision detection time.
 //! 4. The table length `n` around the paper's guidance (`100 ×` elements).
 //!
-//! Times are the thread's CPU time (`cpu_time::ThreadTime`), the median of
-//! several repetitions. Every structure's answer is cross-checked against the
+//! Times are the thread's CPU time (`spatium_benches::measure::time`), the
+//! `measure::median` of several repetitions. Every structure's answer is cross-checked against the
 //! others before anything is written; a mismatch aborts the report.
 //! `--quick`: smaller sizes (about a minute).
 
 use core::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Instant;
 
-use cpu_time::ThreadTime;
 use kiddo::{ImmutableKdTree, SquaredEuclidean};
-use plotters::prelude::*;
 use rstar::primitives::{GeomWithData, Rectangle};
 use rstar::{AABB, ParentNode, RTree, RTreeNode};
 use spatium::hhash::{
@@ -45,7 +42,10 @@ use spatium::hhash::{
 use spatium::table::{SLOTS_PER_OBJECT, table_len};
 use spatium::uniform::{CellRecord, SortedParticle, TableSlot};
 use spatium::{Aabb2, Aabb3, BroadPhase, Error, Inspect, NeighborSearch, Vec2};
+use spatium_benches::measure::{median, median_opt, time};
+use spatium_benches::plot::{self, Panel, Scale, Series};
 use spatium_benches::pouchol_scene::{Contacts, PoucholScene, SPHERES};
+use spatium_benches::provenance::Provenance;
 use spatium_host::make::{self, VecCellSorted, VecClassHash};
 use spatium_host::pouchol::{
     SEGMENT_MAX, objects_2d, points_2d, segment_box, segment_hits, segments_2d,
@@ -114,26 +114,11 @@ const QUICK: Sizes = Sizes {
 
 // ----------------------------------------------------------------- helpers
 
-fn median(v: &[f64]) -> f64 {
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    let mut v = v.to_vec();
-    v.sort_by(f64::total_cmp);
-    let m = v.len() / 2;
-    if v.len().is_multiple_of(2) {
-        0.5 * (v[m - 1] + v[m])
-    } else {
-        v[m]
-    }
-}
-
-/// Runs `f`, returning its result and the thread CPU time in ms.
-#[inline(never)]
+/// Runs `f`, returning its result and the thread CPU time in ms
+/// ([`time`]).
 fn timed<R>(f: impl FnOnce() -> R) -> (R, f64) {
-    let c = ThreadTime::now();
-    let r = f();
-    (r, c.elapsed().as_secs_f64() * 1e3)
+    let (r, t) = time(f);
+    (r, t.cpu_ms())
 }
 
 fn table_header(md: &mut String, cols: &[&str]) {
@@ -982,8 +967,8 @@ fn nns_section(sz: &Sizes) -> NnsSection {
             .enumerate()
             .map(|(i, s)| NnsRes {
                 name: s.name(),
-                build_ms: median(&builds[i]),
-                total_ms: median(&totals[i]),
+                build_ms: median_opt(&builds[i]).unwrap_or(f64::NAN),
+                total_ms: median_opt(&totals[i]).unwrap_or(f64::NAN),
                 answer: answers[i],
                 memory: s.memory(),
                 buckets_used: s.buckets_used(),
@@ -1976,51 +1961,16 @@ fn findings(md: &mut String, bp: &BpSection, nns: &NnsSection, s3: &Scene3, len:
 
 // ---------------------------------------------------------------- plots
 
-macro_rules! series {
-    ($chart:expr, $series:expr, $point:expr) => {{
-        for (k, (name, pts)) in $series.iter().enumerate() {
-            let color = Palette99::pick(k).to_rgba();
-            $chart
-                .draw_series(
-                    LineSeries::new(pts.clone(), color.stroke_width(2)).point_size($point),
-                )?
-                .label(name.as_str())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
-        }
-        $chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .draw()?;
-    }};
-}
-
-type Series = Vec<(String, Vec<(f64, f64)>)>;
-
-fn bounds(s: &Series, f: impl Fn(&(f64, f64)) -> f64) -> (f64, f64) {
-    let v = s.iter().flat_map(|(_, p)| p.iter().map(&f));
-    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
-    for x in v {
-        lo = lo.min(x);
-        hi = hi.max(x);
-    }
-    (lo, hi)
-}
-
 fn plot_bp(
     path: &Path,
     bp: &BpSection,
     segments: usize,
 ) -> Result<(), Box<dyn core::error::Error>> {
-    let root = SVGBackend::new(path, (1400, 650)).into_drawing_area();
-    root.fill(&WHITE)?;
-    let (left, right) = root.split_horizontally(760);
-    let mut time: Series = Vec::new();
-    let mut mem: Series = Vec::new();
+    let mut time = Vec::new();
+    let mut mem = Vec::new();
     for k in 0..3 {
         let name = bp.rows[0].2[k].name.to_string();
-        time.push((
+        time.push(Series::new(
             name.clone(),
             bp.rows
                 .iter()
@@ -2032,7 +1982,7 @@ fn plot_bp(
                 })
                 .collect(),
         ));
-        mem.push((
+        mem.push(Series::new(
             name,
             bp.rows
                 .iter()
@@ -2040,161 +1990,78 @@ fn plot_bp(
                 .collect(),
         ));
     }
-    let (_, x1) = bounds(&time, |p| p.0);
-    let (y0, y1) = bounds(&time, |p| p.1);
-    let mut chart = ChartBuilder::on(&left)
-        .caption(
-            format!("§4.1 broad phase: {segments} segment queries (insert + query)"),
-            ("sans-serif", 18),
-        )
-        .margin(10)
-        .x_label_area_size(40)
-        .y_label_area_size(60)
-        .build_cartesian_2d(0.0..x1 * 1.05 + 1.0, (y0 / 1.5..y1 * 1.5).log_scale())?;
-    chart
-        .configure_mesh()
-        .light_line_style(WHITE)
-        .x_desc("segments colliding with at least one object (%)")
-        .y_desc("CPU ms")
-        .y_label_formatter(&|y| format!("{y:.0}"))
-        .draw()?;
-    series!(chart, time, 3);
-    let (x0, x1) = bounds(&mem, |p| p.0);
-    let (y0, y1) = bounds(&mem, |p| p.1);
-    let mut chart = ChartBuilder::on(&right)
-        .caption("memory (bytes) vs N, log-log", ("sans-serif", 18))
-        .margin(10)
-        .x_label_area_size(40)
-        .y_label_area_size(70)
-        .build_cartesian_2d(
-            (x0 / 1.5..x1 * 1.5).log_scale(),
-            (y0 / 1.5..y1 * 1.5).log_scale(),
-        )?;
-    chart
-        .configure_mesh()
-        .light_line_style(WHITE)
-        .x_desc("N objects")
-        .y_desc("bytes")
-        .x_label_formatter(&|x| format!("{x:.0}"))
-        .y_label_formatter(&|y| format!("{y:.0e}"))
-        .draw()?;
-    series!(chart, mem, 3);
-    root.present()?;
-    Ok(())
+    let mut left = Panel::log_log(
+        format!("§4.1 broad phase: {segments} segment queries (insert + query)"),
+        "segments colliding with at least one object (%)",
+        "CPU ms",
+        time,
+    );
+    left.x = Scale::Linear;
+    let right = Panel::log_log("memory (bytes) vs N, log-log", "N objects", "bytes", mem);
+    plot::svg(path, (1400, 650), None, 2, &[left, right])
 }
 
 fn plot_nns(path: &Path, nns: &NnsSection) -> Result<(), Box<dyn core::error::Error>> {
-    let root = SVGBackend::new(path, (1100, 700)).into_drawing_area();
-    root.fill(&WHITE)?;
-    let mut s: Series = Vec::new();
-    for k in 0..nns.rows[0].1.len() {
-        s.push((
-            nns.rows[0].1[k].name.clone(),
-            nns.rows
-                .iter()
-                .filter(|(_, r)| r[k].error.is_none())
-                .map(|(_, r)| {
-                    (
-                        f64::from(r[0].answer.unwrap_or_default().max),
-                        r[k].total_ms,
-                    )
-                })
-                .collect(),
-        ));
-    }
-    let (x0, x1) = bounds(&s, |p| p.0);
-    let (y0, y1) = bounds(&s, |p| p.1);
-    let mut chart = ChartBuilder::on(&root)
-        .caption(
-            "§4.1 neighbour search: build + all queries vs max neighbour count, log-log",
-            ("sans-serif", 18),
-        )
-        .margin(10)
-        .x_label_area_size(40)
-        .y_label_area_size(60)
-        .build_cartesian_2d(
-            (x0.max(1.0) / 1.3..x1 * 1.3).log_scale(),
-            (y0 / 1.3..y1 * 1.3).log_scale(),
-        )?;
-    chart
-        .configure_mesh()
-        .light_line_style(WHITE)
-        .x_desc("max neighbours of a point")
-        .y_desc("CPU ms")
-        .x_label_formatter(&|x| format!("{x:.0}"))
-        .y_label_formatter(&|y| {
-            if *y >= 100.0 {
-                format!("{y:.0}")
-            } else {
-                format!("{y:.1}")
-            }
+    let series = (0..nns.rows[0].1.len())
+        .map(|k| {
+            Series::new(
+                nns.rows[0].1[k].name.clone(),
+                nns.rows
+                    .iter()
+                    .filter(|(_, r)| r[k].error.is_none())
+                    .map(|(_, r)| {
+                        (
+                            f64::from(r[0].answer.unwrap_or_default().max).max(1.0),
+                            r[k].total_ms,
+                        )
+                    })
+                    .collect(),
+            )
         })
-        .draw()?;
-    series!(chart, s, 3);
-    root.present()?;
-    Ok(())
+        .collect();
+    plot::svg(
+        path,
+        (1100, 700),
+        None,
+        1,
+        &[Panel::log_log(
+            "§4.1 neighbour search: build + all queries vs max neighbour count, log-log",
+            "max neighbours of a point",
+            "CPU ms",
+            series,
+        )],
+    )
 }
 
 fn plot_3d(path: &Path, s3: &Scene3) -> Result<(), Box<dyn core::error::Error>> {
-    let root = SVGBackend::new(path, (1100, 600)).into_drawing_area();
-    root.fill(&WHITE)?;
-    let s: Series = vec![
-        (
-            "hierarchical".into(),
-            s3.frames
-                .iter()
-                .enumerate()
-                .map(|(i, f)| (i as f64, f.hier_ms))
-                .collect(),
+    let per_frame = |f: fn(&Frame3) -> f64| {
+        s3.frames
+            .iter()
+            .enumerate()
+            .map(|(i, x)| (i as f64, f(x)))
+            .collect()
+    };
+    let mut p = Panel::log_log(
+        format!(
+            "§4.2 3D scene ({SPHERES} spheres, {} particles): collision detection per frame",
+            s3.particles
         ),
-        (
-            "multilevel".into(),
-            s3.frames
-                .iter()
-                .enumerate()
-                .map(|(i, f)| (i as f64, f.multi_ms))
-                .collect(),
-        ),
-    ];
-    let (_, x1) = bounds(&s, |p| p.0);
-    let (_, y1) = bounds(&s, |p| p.1);
-    let mut chart = ChartBuilder::on(&root)
-        .caption(
-            format!(
-                "§4.2 3D scene ({SPHERES} spheres, {} particles): collision detection per frame",
-                s3.particles
-            ),
-            ("sans-serif", 18),
-        )
-        .margin(10)
-        .x_label_area_size(40)
-        .y_label_area_size(60)
-        .build_cartesian_2d(0.0..x1 + 1.0, 0.0..y1 * 1.1)?;
-    chart
-        .configure_mesh()
-        .light_line_style(WHITE)
-        .x_desc("frame")
-        .y_desc("CPU ms")
-        .x_label_formatter(&|x| format!("{x:.0}"))
-        .draw()?;
-    series!(chart, s, 0);
-    root.present()?;
-    Ok(())
+        "frame",
+        "CPU ms",
+        vec![
+            Series::new("hierarchical", per_frame(|f| f.hier_ms)),
+            Series::new("multilevel", per_frame(|f| f.multi_ms)),
+        ],
+    );
+    p.x = Scale::Linear;
+    p.y = Scale::Linear;
+    plot::svg(path, (1100, 600), None, 1, &[p])
 }
 
 // ----------------------------------------------------------------- main
 
-fn git(args: &[&str]) -> Option<String> {
-    std::process::Command::new("git")
-        .args(args)
-        .output()
-        .ok()
-        .and_then(|o| String::from_utf8(o.stdout).ok())
-        .map(|s| s.trim().to_string())
-}
-
 fn main() -> ExitCode {
-    let wall = Instant::now();
+    let mut prov = Provenance::start();
     let args: Vec<String> = std::env::args().skip(1).collect();
     let quick = args.iter().any(|a| a == "--quick");
     let out = args
@@ -2204,19 +2071,6 @@ fn main() -> ExitCode {
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
     let sz = if quick { QUICK } else { FULL };
-    let command = if args.is_empty() {
-        "cargo run --release -p spatium-benches --bin hhash_report".to_string()
-    } else {
-        format!(
-            "cargo run --release -p spatium-benches --bin hhash_report -- {}",
-            args.join(" ")
-        )
-    };
-    let commit = git(&["rev-parse", "--short", "HEAD"])
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| "unknown".to_string());
-    let dirty = git(&["status", "--porcelain", "--", "core"]).is_some_and(|s| !s.is_empty());
-
     // `--only bp,nns,3d,len`: run only those sections (for development;
     // the report then lacks the others and the findings).
     let only: Option<Vec<String>> = args
@@ -2234,18 +2088,14 @@ fn main() -> ExitCode {
     let _ = writeln!(
         md,
         "# Hierarchical hashing (Pouchol et al. 2009) against multilevel hashing and trees\n\n\
-         Generated by `{command}` at commit `{commit}`{}.\n\n\
-         Machine: 2 cores, shared with other work (noisy). Times are the thread's CPU time \
-         (`cpu_time::ThreadTime`) on one thread, medians of repetitions, so waiting for the \
+         Written by the command below; do not edit by hand.\n\n\
+         {{provenance}}\n\
+         Times are the thread's CPU time \
+         (`spatium_benches::measure`) on one thread, medians of repetitions, so waiting for the \
          other core does not count, but cache and memory-bandwidth interference does. \
          Everything is single-threaded (kiddo without `multi-threaded`, rstar sequential). \
          Every structure's answer is cross-checked against the others' before this file is \
          written.{}\n",
-        if dirty {
-            " (with uncommitted changes under core/)"
-        } else {
-            ""
-        },
         if quick {
             " **`--quick` run: smaller sizes than the paper's.**"
         } else {
@@ -2267,11 +2117,8 @@ fn main() -> ExitCode {
     if let (Some(bp), Some(nns), Some(s3), Some(len)) = (&bp, &nns, &s3, &len) {
         findings(&mut md, bp, nns, s3, len);
     }
-    let _ = writeln!(
-        md,
-        "\nFull run: {:.1} min wall-clock.",
-        wall.elapsed().as_secs_f64() / 60.0
-    );
+    prov.finish();
+    let md = md.replacen("{provenance}", &prov.markdown(), 1);
     let md_path = out.join("HHASH_REPORT.md");
     if let Err(e) = std::fs::write(&md_path, &md) {
         eprintln!("writing {}: {e}", md_path.display());
@@ -2300,7 +2147,7 @@ fn main() -> ExitCode {
     eprintln!(
         "wrote {} in {:.1} min",
         md_path.display(),
-        wall.elapsed().as_secs_f64() / 60.0
+        prov.elapsed.unwrap_or_default().as_secs_f64() / 60.0
     );
     ExitCode::SUCCESS
 }
