@@ -15,9 +15,9 @@
 //!   the structures take turns step by step (round robin, the first of each
 //!   round rotating), so load from other work on the machine falls on all
 //!   of them alike.
-//! * Each timed step records wall-clock time (`Instant`) and the thread's
-//!   CPU time (`cpu_time::ThreadTime`), and the stages through a
-//!   [`StageClock`]. Reported: medians with the measured min–max.
+//! * Each timed step records wall-clock time and the thread's CPU time
+//!   (`spatium_benches::measure::time`), and the stages through a
+//!   [`StageClock`]. Reported: `measure::median`s with the measured min–max.
 //! * Every structure's pair count at the snapshot is compared with
 //!   `CellSortedHash`'s, and the positions after its last step with
 //!   `CellSortedHash`'s (the same step, pairs summed in another order, so
@@ -32,13 +32,12 @@
 use core::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Instant;
 
-use cpu_time::ThreadTime;
 use spatium::sph::{EquationOfState, Integrator, Stage};
 use spatium::{BoundingBox, Error, Point, Vec3};
 use spatium_benches::TABLE_FACTOR;
-use spatium_benches::provenance::{self, DIR, command_line, cpu_model};
+use spatium_benches::measure::{median_opt, time};
+use spatium_benches::provenance::{DIR, Provenance, locked_version};
 use spatium_benches::sph_scene::{
     FlowStats, PAIRS_PER_PARTICLE, SPH_SIDE, SPH_SMALL_SIDE, SPH_SPACING, Search, SphScene,
     StageClock, Structure, VecFluid, WARM_STEPS,
@@ -52,8 +51,6 @@ struct Args {
     /// The `--n` asked for, if it was not a cube.
     asked_n: Option<usize>,
     out: PathBuf,
-    /// The arguments as given, for the report's command line.
-    raw: Vec<String>,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -63,7 +60,6 @@ fn parse_args() -> Result<Args, String> {
         side: SPH_SIDE,
         asked_n: None,
         out: PathBuf::from(DIR),
-        raw: raw.clone(),
     };
     let mut it = raw.into_iter();
     while let Some(a) = it.next() {
@@ -144,19 +140,12 @@ struct Stats {
 }
 
 impl Stats {
+    /// NaN throughout for an empty sample (a structure that failed).
     fn of(v: &[f64]) -> Self {
-        let mut s = v.to_vec();
-        s.sort_by(f64::total_cmp);
-        let m = s.len();
-        let median = match m {
-            0 => f64::NAN,
-            _ if m % 2 == 1 => s[m / 2],
-            _ => 0.5 * (s[m / 2 - 1] + s[m / 2]),
-        };
         Self {
-            median,
-            min: s.first().copied().unwrap_or(f64::NAN),
-            max: s.last().copied().unwrap_or(f64::NAN),
+            median: median_opt(v).unwrap_or(f64::NAN),
+            min: v.iter().copied().reduce(f64::min).unwrap_or(f64::NAN),
+            max: v.iter().copied().reduce(f64::max).unwrap_or(f64::NAN),
         }
     }
 }
@@ -221,15 +210,11 @@ fn measure(scene: &SphScene, plan: Plan) -> Vec<Row> {
                 .restore(&mut s.fluid)
                 .expect("the snapshot fits its own size");
             let mut clock = StageClock::default();
-            let c = ThreadTime::now();
-            let t = Instant::now();
-            let r = s.search.step(&mut s.fluid, &mut clock);
-            let wall = t.elapsed();
-            let cpu = c.elapsed();
+            let (r, t) = time(|| s.search.step(&mut s.fluid, &mut clock));
             match r {
                 Ok(()) => {
-                    s.row.wall_ms.push(wall.as_secs_f64() * 1e3);
-                    s.row.cpu_ms.push(cpu.as_secs_f64() * 1e3);
+                    s.row.wall_ms.push(t.wall_ms());
+                    s.row.cpu_ms.push(t.cpu_ms());
                     for (a, b) in s.row.stages.ns.iter_mut().zip(clock.ns) {
                         *a += b;
                     }
@@ -263,37 +248,6 @@ fn measure(scene: &SphScene, plan: Plan) -> Vec<Row> {
 }
 
 // ----------------------------------------------------------------- provenance
-
-/// The 1-minute load average.
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .ok()
-        .and_then(|s| s.split_whitespace().next().map(str::to_owned))
-        .unwrap_or_else(|| "?".into())
-}
-
-/// The commit, flagged if core/, host-tests/ or benches/ have uncommitted
-/// changes.
-fn commit() -> String {
-    provenance::commit(
-        &["../core", "../host-tests", "."],
-        "core/, host-tests/ or benches/",
-    )
-}
-
-/// The version of `name` in the workspace's `Cargo.lock`.
-fn locked_version(name: &str) -> String {
-    let lock = std::fs::read_to_string(format!("{DIR}/../Cargo.lock")).unwrap_or_default();
-    let mut lines = lock.lines();
-    while let Some(l) = lines.next() {
-        if l == format!("name = \"{name}\"")
-            && let Some(v) = lines.next().and_then(|v| v.strip_prefix("version = "))
-        {
-            return v.trim_matches('"').to_owned();
-        }
-    }
-    "?".to_owned()
-}
 
 // ----------------------------------------------------------------- markdown
 
@@ -596,12 +550,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let started = Instant::now();
-    let load_start = load_average();
-    let date = command_line("date", &["-u", "+%Y-%m-%d %H:%M UTC"]).unwrap_or_else(|| "?".into());
-    let commit = commit();
-    let rustc = command_line("rustc", &["--version"]).unwrap_or_else(|| "?".into());
-    let nproc = command_line("nproc", &[]).unwrap_or_else(|| "?".into());
+    let mut prov = Provenance::start();
     let plan = if args.quick { QUICK } else { FULL };
 
     eprintln!(
@@ -622,23 +571,15 @@ fn main() -> ExitCode {
         let r = measure(&s, plan);
         (s, r)
     });
-    let load_end = load_average();
-    let elapsed = started.elapsed().as_secs_f64();
+    prov.finish();
+    let elapsed = prov.elapsed.unwrap_or_default().as_secs_f64();
 
     let n = scene.n();
-    let command = if args.raw.is_empty() {
-        "cargo run --release -p spatium-benches --bin sph_report".to_owned()
-    } else {
-        format!(
-            "cargo run --release -p spatium-benches --bin sph_report -- {}",
-            args.raw.join(" ")
-        )
-    };
     let mut md = String::new();
     let _ = writeln!(
         md,
         "# SPH: steps per second for {n} particles on one CPU core\n\n\
-         Written by `{command}`; do not edit by hand.{}{}\n",
+         Written by the command below; do not edit by hand.{}{}\n",
         if args.quick {
             " **`--quick` run: few steps, a smoke test, not a measurement.**"
         } else {
@@ -651,12 +592,7 @@ fn main() -> ExitCode {
     );
     let _ = writeln!(
         md,
-        "| | |\n|---|---|\n\
-         | machine | {}, `nproc` = {nproc}; shared with other work |\n\
-         | load average (1 min) | {load_start} at start, {load_end} at end |\n\
-         | date | {date} |\n\
-         | commit | {commit} |\n\
-         | compiler | {rustc} (release profile) |\n\
+        "{}\n| setting | |\n|---|---|\n\
          | threads | 1: spatium has no threads; splashsurf_lib is called only through its \
          sequential `neighborhood_search_spatial_hashing_flat` (it links rayon, that function \
          does not use it); the process is not pinned to a core |\n\
@@ -664,11 +600,10 @@ fn main() -> ExitCode {
          step, untimed), so each structure times the same step; per structure {} untimed \
          steps, then {} timed steps, the structures taking turns step by step (round robin, the \
          first of each round rotating); wall clock \
-         (`Instant`) and the thread's CPU time (`cpu_time::ThreadTime`) of each `Fluid::step`; \
+         and the thread's CPU time (`spatium_benches::measure::time`) of each `Fluid::step`; \
          medians with the measured min–max. CPU time leaves out waiting for a core while other \
-         jobs run; cache and memory-bandwidth interference stays in both |\n\
-         | run time | {elapsed:.0} s |\n",
-        cpu_model(),
+         jobs run; cache and memory-bandwidth interference stays in both |\n",
+        prov.markdown(),
         plan.warm,
         plan.timed,
     );
