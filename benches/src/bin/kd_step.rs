@@ -1,6 +1,8 @@
 //! Quick per-phase probe of the linear kd-tree on uniformly placed spheres
 //! (the setting of Poirrier's Table 1) — a development aid; `kd_report` is
-//! the reference.
+//! the reference. Build and sweeps in thread CPU time
+//! ([`spatium_benches::measure::time`]); the build's phases by wall-clock
+//! marks inside it.
 //!
 //! ```text
 //! cargo run --release -p spatium-benches --bin kd_step -- N [density] [u32|u64] [gain|none] [bits]
@@ -11,6 +13,7 @@ use std::time::Instant;
 use spatium::Inspect;
 use spatium::kdtree::{BuildPhase, Candidates, KdConfig, KdRecord, LinearKdTree, LocCode, Split};
 use spatium::{Aabb3, Vec3};
+use spatium_benches::measure::{median, time};
 use spatium_host::rng::Rng;
 
 fn spheres(n: usize, d: f64, seed: u64) -> Vec<Aabb3> {
@@ -39,18 +42,22 @@ fn run<K: LocCode>(boxes: &[Aabb3], config: KdConfig<Aabb3>) {
         vec![KdRecord::<K>::EMPTY; 8 * n],
         config,
     );
+    let mut builds = Vec::new();
     for rep in 0..3 {
         let t0 = Instant::now();
         let mut marks = Vec::new();
-        t.build_observed(boxes, |p| marks.push((p, t0.elapsed())))
-            .expect("build");
-        let built = t0.elapsed();
-        let raw = t.count_raw();
-        let swept = t0.elapsed();
-        let mut exact = 0u64;
-        t.for_each_candidate_pair(boxes, Candidates::Exact, |_, _| exact += 1)
-            .expect("sweep");
-        let ex = t0.elapsed();
+        let ((), built) = time(|| {
+            t.build_observed(boxes, |p| marks.push((p, t0.elapsed())))
+                .expect("build")
+        });
+        builds.push(built.cpu_ms());
+        let (raw, swept) = time(|| t.count_raw());
+        let (exact, ex) = time(|| {
+            let mut exact = 0u64;
+            t.for_each_candidate_pair(boxes, Candidates::Exact, |_, _| exact += 1)
+                .expect("sweep");
+            exact
+        });
         let ms = |d: core::time::Duration| d.as_secs_f64() * 1e3;
         let phase = |p: BuildPhase| {
             marks
@@ -61,7 +68,7 @@ fn run<K: LocCode>(boxes: &[Aabb3], config: KdConfig<Aabb3>) {
         };
         let s = t.stats();
         println!(
-            "rep {rep}: K=u{} bits {} records {:.2}/elem split {} | validate {:.1} codes {:.1} sort {:.1} (passes {}) build {:.1} ms | raw sweep {:.1} ms ({} = {:.1}/elem) | exact sweep {:.1} ms ({} pairs)",
+            "rep {rep}: K=u{} bits {} records {:.2}/elem split {} | validate {:.1} codes {:.1} sort {:.1} (passes {}) | CPU: build {:.1} ms | raw sweep {:.1} ms ({} = {:.1}/elem) | exact sweep {:.1} ms ({} pairs)",
             K::BITS,
             s.bits_per_axis,
             s.records as f64 / n as f64,
@@ -70,14 +77,15 @@ fn run<K: LocCode>(boxes: &[Aabb3], config: KdConfig<Aabb3>) {
             phase(BuildPhase::Coded) - phase(BuildPhase::Validated),
             phase(BuildPhase::Sorted) - phase(BuildPhase::Coded),
             s.sort_passes,
-            ms(built),
-            ms(swept - built),
+            built.cpu_ms(),
+            swept.cpu_ms(),
             raw,
             raw as f64 / n as f64,
-            ms(ex - swept),
+            ex.cpu_ms(),
             exact
         );
     }
+    println!("median build {:.1} ms CPU", median(&builds));
 }
 
 fn main() {
