@@ -42,6 +42,12 @@ use spatium_benches::sph_scene::{
     FlowStats, PAIRS_PER_PARTICLE, SPH_SIDE, SPH_SMALL_SIDE, SPH_SPACING, Search, SphScene,
     StageClock, Structure, VecFluid, WARM_STEPS,
 };
+use spatium_benches::template::{TemplateError, fill};
+
+/// The prose of the report.
+const TEMPLATE: &str = include_str!("../../templates/sph_report.md");
+/// The prose of the small scene's section.
+const SMALL_TEMPLATE: &str = include_str!("../../templates/sph_report_small.md");
 
 /// Command-line options.
 #[derive(Debug)]
@@ -317,10 +323,6 @@ fn speed_table(md: &mut String, rows: &[Row]) {
             r.wall_ms.len(),
         );
     }
-    md.push_str(
-        "\n*vs splashsurf*: the peer's median ms/step divided by the structure's, measured in \
-         the same run (> 1: the step is faster than with splashsurf's search).\n",
-    );
 }
 
 /// The split of a step's wall-clock time by stage.
@@ -350,14 +352,6 @@ fn stage_table(md: &mut String, rows: &[Row]) {
         }
         let _ = writeln!(md, " {} |", fmt_ms(mean_step));
     }
-    md.push_str(
-        "\nWall-clock ms per step (mean over the timed steps) and % of the mean step. \
-         *outside stages*: the rest of `Fluid::step` (saving the start state, the finiteness \
-         check, the parameter check) and the timer's own calls. *neighbour search* is the \
-         structure's `build` (twice per step: leapfrog evaluates forces twice); the pair \
-         traversals (`for_each_pair`, three per evaluation) are counted in density, normals \
-         and forces, where they run.\n",
-    );
 }
 
 /// Mean wall ms per step of `r` in `stages` (indices into [`Stage::ALL`]),
@@ -413,7 +407,7 @@ fn findings(md: &mut String, rows: &[Row]) {
 }
 
 /// The sanity checks: pairs at the snapshot and the flow after the run.
-fn check_table(md: &mut String, rows: &[Row], spacing_note: &str) {
+fn check_table(md: &mut String, rows: &[Row]) {
     let reference = rows
         .iter()
         .find(|r| r.structure == Structure::Sorted)
@@ -446,13 +440,19 @@ fn check_table(md: &mut String, rows: &[Row], spacing_note: &str) {
             r.structure
         );
     }
-    let _ = writeln!(md, "\n{spacing_note}");
 }
 
-fn scene_section(md: &mut String, scene: &SphScene) {
+/// `[a, b]×[c, d]×[e, f]` with whole numbers.
+fn span(lo: Vec3, hi: Vec3) -> String {
+    format!(
+        "[{:.0}, {:.0}]×[{:.0}, {:.0}]×[{:.0}, {:.0}]",
+        lo.x, hi.x, lo.y, hi.y, lo.z, hi.z
+    )
+}
+
+/// The template values of the scene and structures sections.
+fn scene_values(scene: &SphScene) -> Vec<(&'static str, String)> {
     let p = &scene.params;
-    let (lo, hi) = (scene.domain.min(), scene.domain.max());
-    let (blo, bhi) = (scene.block.min(), scene.block.max());
     let eos = match p.eos {
         EquationOfState::Tait => "Tait (exponent 7)",
         EquationOfState::IdealGas => "ideal gas",
@@ -462,84 +462,46 @@ fn scene_section(md: &mut String, scene: &SphScene) {
         Integrator::Euler => "explicit Euler",
     };
     let f = scene.stats;
-    let _ = writeln!(
-        md,
-        "A dam break (`spatium_benches::sph_scene::SphScene::new({side})`): a {side}³ = {n} \
-         particle lattice filled by `Fluid::fill_block` into the block \
-         [{:.0}, {:.0}]×[{:.0}, {:.0}]×[{:.0}, {:.0}] m at spacing {SPH_SPACING} m, at rest, in the \
-         box [{:.0}, {:.0}]×[{:.0}, {:.0}]×[{:.0}, {:.0}] m (twice as long as the block), released \
-         under gravity and run {WARM_STEPS} steps with `CellSortedHash` so that it is no longer a \
-         perfect lattice. Its positions and velocities then are the snapshot every measurement \
-         starts from. No random input: the scene is the same bit for bit on every run.\n\n\
-         Parameters: `SphParams::seed(domain, {SPH_SPACING})`: h = {} m, mass {:.4e}, ρ₀ = {}, \
-         k = {}, {eos}, μ = {}, γ = {}, g = {} m/s², Δt = {} s, {integrator}, wall damping {}; \
-         no obstacles (`solids = ()`), so *collisions* is the wall clamp alone.\n\n\
-         At the snapshot: density min / mean / max {:.3} / {:.3} / {:.3}, max speed {:.2} m/s \
-         (density of the warm-up's last force evaluation; the lattice's interior starts at \
-         ρ₀ = 1).\n",
-        blo.x,
-        bhi.x,
-        blo.y,
-        bhi.y,
-        blo.z,
-        bhi.z,
-        lo.x,
-        hi.x,
-        lo.y,
-        hi.y,
-        lo.z,
-        hi.z,
-        p.h,
-        p.mass,
-        p.rest_density,
-        p.stiffness,
-        p.viscosity,
-        p.surface_tension,
-        -p.gravity.coord(1),
-        p.dt,
-        p.damping,
-        f.density_min,
-        f.density_mean,
-        f.density_max,
-        f.max_speed,
-        side = scene.side,
-        n = scene.n(),
-    );
+    let n = scene.n();
+    vec![
+        ("side", scene.side.to_string()),
+        ("block", span(scene.block.min(), scene.block.max())),
+        ("domain", span(scene.domain.min(), scene.domain.max())),
+        ("spacing", SPH_SPACING.to_string()),
+        ("warm_steps", WARM_STEPS.to_string()),
+        ("h", p.h.to_string()),
+        ("mass", format!("{:.4e}", p.mass)),
+        ("rest_density", p.rest_density.to_string()),
+        ("stiffness", p.stiffness.to_string()),
+        ("eos", eos.to_owned()),
+        ("viscosity", p.viscosity.to_string()),
+        ("surface_tension", p.surface_tension.to_string()),
+        ("gravity", (-p.gravity.coord(1)).to_string()),
+        ("dt", p.dt.to_string()),
+        ("integrator", integrator.to_owned()),
+        ("damping", p.damping.to_string()),
+        (
+            "snapshot_density",
+            format!(
+                "{:.3} / {:.3} / {:.3}",
+                f.density_min, f.density_mean, f.density_max
+            ),
+        ),
+        ("snapshot_speed", format!("{:.2}", f.max_speed)),
+        ("table_factor", TABLE_FACTOR.to_string()),
+        (
+            "table",
+            spatium::table::table_len(n, TABLE_FACTOR).to_string(),
+        ),
+        ("pairs_per_particle", PAIRS_PER_PARTICLE.to_string()),
+        ("splashsurf_version", locked_version("splashsurf_lib")),
+    ]
 }
 
-fn structures_section(md: &mut String, table: usize) {
-    let _ = writeln!(
-        md,
-        "Every structure is built from scratch by `Fluid::step` before each force evaluation \
-         (`NeighborSearch::build` over the current positions, radius h), and the solver walks \
-         its pairs with `for_each_pair`. Tables: `table_len(N, {TABLE_FACTOR})` = \
-         {table} slots for every spatium hash.\n\n\
-         - `spatium-sorted`: `uniform::CellSortedHash` (`make::cell_sorted`).\n\
-         - `spatium-sorted+cache`, `spatium-hierarchical+cache`: the same searches behind \
-         `spatium::PairCache` ({PAIRS_PER_PARTICLE} slots per particle), which records the \
-         pairs once per build and replays them for the solver's three walks per evaluation \
-         (the main job's default).\n\
-         - `spatium-linked`: `uniform::LinkedHash` (`make::linked`), rebuilt by `build` each \
-         evaluation.\n\
-         - `spatium-bucket64`: `uniform::BucketHash` with 64 slots per bucket \
-         (`make::bucketed`).\n\
-         - `spatium-hierarchical` / `spatium-multilevel`: `hhash::HierarchicalHash` / \
-         `hhash::MultilevelHash` from `ClassHash::for_particles` (smallest class = h, no pruning \
-         levels: the best pyramid in `HHASH_REPORT.md`'s neighbour search), pool N entries.\n\
-         - `spatium-brute`: `BruteForceNeighbors` (all N(N−1)/2 pairs), small N only.\n\
-         - *splashsurf* (the peer, splashsurf_lib {}): \
-         `sph_scene::SplashsurfSearch`, a `spatium::NeighborSearch` adapter. `build` copies the \
-         positions (spatium form and nalgebra form), lays splashsurf's grid over the particles' \
-         bounding box grown by h and runs the sequential \
-         `neighborhood_search_spatial_hashing_flat::<i64, f32>` into its \
-         `FlatNeighborhoodList` (reused between builds; the flat form was splashsurf's faster \
-         one in `REPORT.md`'s csr rows); `for_each_pair` walks the lists keeping i < j and \
-         recomputes d² with `Point::distance_squared` (splashsurf keeps no distances), keeping \
-         d² < h² by that recomputation (the trait's strict rule; splashsurf tests the same); \
-         `for_each_neighbor` walks one list; `for_each_within` (a point that is no particle) is \
-         a linear scan.\n",
-        locked_version("splashsurf_lib"),
-    );
+/// Fills `template` with `values`.
+fn render(template: &str, values: &[(&str, String)]) -> Result<String, TemplateError> {
+    let v: Vec<(&str, &str)> = values.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    fill(template, &v)
 }
 
 fn main() -> ExitCode {
@@ -575,11 +537,8 @@ fn main() -> ExitCode {
     let elapsed = prov.elapsed.unwrap_or_default().as_secs_f64();
 
     let n = scene.n();
-    let mut md = String::new();
-    let _ = writeln!(
-        md,
-        "# SPH: steps per second for {n} particles on one CPU core\n\n\
-         Written by the command below; do not edit by hand.{}{}\n",
+    let run_note = format!(
+        "{}{}",
         if args.quick {
             " **`--quick` run: few steps, a smoke test, not a measurement.**"
         } else {
@@ -590,25 +549,7 @@ fn main() -> ExitCode {
             None => String::new(),
         }
     );
-    let _ = writeln!(
-        md,
-        "{}\n| setting | |\n|---|---|\n\
-         | threads | 1: spatium has no threads; splashsurf_lib is called only through its \
-         sequential `neighborhood_search_spatial_hashing_flat` (it links rayon, that function \
-         does not use it); the process is not pinned to a core |\n\
-         | timing | every step starts from the snapshot (the fluid is put back before each \
-         step, untimed), so each structure times the same step; per structure {} untimed \
-         steps, then {} timed steps, the structures taking turns step by step (round robin, the \
-         first of each round rotating); wall clock \
-         and the thread's CPU time (`spatium_benches::measure::time`) of each `Fluid::step`; \
-         medians with the measured min–max. CPU time leaves out waiting for a core while other \
-         jobs run; cache and memory-bandwidth interference stays in both |\n",
-        prov.markdown(),
-        plan.warm,
-        plan.timed,
-    );
-
-    // Headline.
+    let mut headline = String::new();
     if let Some(p) = peer(&rows) {
         let pw = p.wall().median;
         let best = rows
@@ -618,10 +559,10 @@ fn main() -> ExitCode {
         if let Some(b) = best {
             let bw = b.wall().median;
             let _ = writeln!(
-                md,
+                headline,
                 "**Headline.** N = {n}, one core: `{}` runs **{} steps/s** (median {} ms/step \
                  wall, {} ms CPU; fastest step {} ms); with splashsurf's search the same step \
-                 runs {} steps/s ({} ms): **{:.2}×** the peer's rate.\n",
+                 runs {} steps/s ({} ms): **{:.2}×** the peer's rate.",
                 b.structure,
                 fmt_rate(bw),
                 fmt_ms(bw),
@@ -633,47 +574,59 @@ fn main() -> ExitCode {
             );
         }
     }
-
-    let _ = writeln!(md, "## Scene\n");
-    scene_section(&mut md, &scene);
-    let _ = writeln!(md, "## Structures\n");
-    structures_section(&mut md, spatium::table::table_len(n, TABLE_FACTOR));
-
-    let _ = writeln!(md, "## Steps per second, N = {n}\n");
-    speed_table(&mut md, &rows);
-    let _ = writeln!(md, "\n## Time by stage, N = {n}\n");
-    stage_table(&mut md, &rows);
-    findings(&mut md, &rows);
-    let note = "Pairs are counted with each structure's own `build` + `for_each_pair` over the \
-                snapshot. The deviation is the largest distance between a particle's position \
-                after one step from the snapshot and its position after the same step with \
-                `spatium-sorted`: the structures report pairs in different orders, so the sums \
-                are rounded differently (the same step, not the same bits; \
-                `spatium-sorted+cache` replays `spatium-sorted`'s order, so it is bit-identical).";
-    let _ = writeln!(md, "\n## Checks, N = {n}\n");
-    check_table(&mut md, &rows, note);
-
-    if let Some((s, r)) = &small {
-        let m = s.n();
-        let _ = writeln!(
-            md,
-            "\n## Small scene with brute force, N = {m}\n\n\
-             The same dam break at {}³ = {m} particles (a block of side {:.0} m), with brute \
-             force, which is O(N²) and is measured only here.\n",
-            s.side,
-            s.side as f64 * f64::from(SPH_SPACING),
-        );
-        speed_table(&mut md, r);
-        md.push('\n');
-        stage_table(&mut md, r);
-        md.push('\n');
-        check_table(&mut md, r, note);
-    }
-    let _ = writeln!(
-        md,
-        "\nCriterion benchmarks of the same steps: `cargo bench -p spatium-benches --bench sph` \
-         (each iteration restores the snapshot, untimed, then times one step)."
-    );
+    let tables = |rows: &[Row]| {
+        let (mut speed, mut stages, mut checks) = (String::new(), String::new(), String::new());
+        speed_table(&mut speed, rows);
+        stage_table(&mut stages, rows);
+        check_table(&mut checks, rows);
+        (speed, stages, checks)
+    };
+    let small_scene = match &small {
+        None => Ok(String::new()),
+        Some((s, r)) => {
+            let (speed, stages, checks) = tables(r);
+            render(
+                SMALL_TEMPLATE,
+                &[
+                    ("n", s.n().to_string()),
+                    ("side", s.side.to_string()),
+                    (
+                        "block_side",
+                        format!("{:.0}", s.side as f64 * f64::from(SPH_SPACING)),
+                    ),
+                    ("table_speed", speed),
+                    ("table_stages", stages),
+                    ("table_checks", checks),
+                ],
+            )
+        }
+    };
+    let (speed, stages, checks) = tables(&rows);
+    let mut findings_text = String::new();
+    findings(&mut findings_text, &rows);
+    let mut values = vec![
+        ("n", n.to_string()),
+        ("run_note", run_note),
+        ("provenance", prov.markdown()),
+        ("warm", plan.warm.to_string()),
+        ("timed", plan.timed.to_string()),
+        ("headline", headline),
+        ("table_speed", speed),
+        ("table_stages", stages),
+        ("findings", findings_text),
+        ("table_checks", checks),
+    ];
+    values.extend(scene_values(&scene));
+    let md = match small_scene.and_then(|small| {
+        values.push(("small_scene", small));
+        render(TEMPLATE, &values)
+    }) {
+        Ok(md) => md,
+        Err(e) => {
+            eprintln!("templates/sph_report*.md: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
 
     let path = args.out.join("SPH_REPORT.md");
     if let Err(e) = std::fs::write(&path, &md) {
