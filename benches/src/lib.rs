@@ -1,5 +1,6 @@
 //! Scenes and runners shared by the criterion benchmarks
-//! (`benches/neighbors.rs`) and the comparison report (`src/bin/report.rs`).
+//! (`benches/*.rs`) and the report generator (`src/bin/report.rs`, which
+//! runs the [`experiments`]).
 //!
 //! * [`scene`]: the jittered fluid block at a given size, in one of the
 //!   input [`Order`]s, with the positions converted once (outside any timing)
@@ -21,6 +22,7 @@
 
 pub mod bp_peers;
 pub mod check;
+pub mod experiments;
 pub mod measure;
 pub mod plot;
 pub mod pouchol_scene;

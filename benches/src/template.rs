@@ -101,6 +101,48 @@ pub fn fill(template: &str, values: &[(&str, &str)]) -> Result<String, TemplateE
     Ok(out)
 }
 
+/// The distinct placeholder names of `template`, in first-seen order.
+///
+/// # Errors
+///
+/// [`TemplateError::Unbalanced`] or [`TemplateError::BadName`] for a
+/// malformed template.
+pub fn placeholders(template: &str) -> Result<Vec<String>, TemplateError> {
+    let mut names: Vec<String> = Vec::new();
+    let mut rest = template;
+    let mut offset = 0;
+    while let Some(i) = rest.find(['{', '}']) {
+        let b = rest.as_bytes();
+        if b.get(i + 1) == Some(&b[i]) {
+            rest = &rest[i + 2..];
+            offset += i + 2;
+            continue;
+        }
+        if b[i] == b'}' {
+            return Err(TemplateError::Unbalanced(offset + i));
+        }
+        let end = rest[i + 1..]
+            .find('}')
+            .ok_or(TemplateError::Unbalanced(offset + i))?
+            + i
+            + 1;
+        let name = &rest[i + 1..end];
+        if name.is_empty()
+            || !name
+                .bytes()
+                .all(|c| c.is_ascii_alphanumeric() || c == b'_')
+        {
+            return Err(TemplateError::BadName(offset + i));
+        }
+        if !names.iter().any(|n| n == name) {
+            names.push(name.to_owned());
+        }
+        rest = &rest[end + 1..];
+        offset += end + 1;
+    }
+    Ok(names)
+}
+
 /// A markdown table: the header row, the separator, then one line per row
 /// (cells joined as given; a `|` inside a cell is escaped).
 pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
@@ -119,6 +161,33 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lists_placeholders() {
+        assert_eq!(
+            placeholders("{a} {{x}} {b} {a}").unwrap(),
+            vec!["a".to_owned(), "b".to_owned()]
+        );
+        assert_eq!(placeholders("x {a"), Err(TemplateError::Unbalanced(2)));
+        assert_eq!(placeholders("x {a-b}"), Err(TemplateError::BadName(2)));
+    }
+
+    /// Every template in `benches/templates/` is well formed, and fills
+    /// with a value for each of its placeholders.
+    #[test]
+    fn report_templates_are_well_formed() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/templates");
+        let mut seen = 0;
+        for e in std::fs::read_dir(dir).unwrap() {
+            let path = e.unwrap().path();
+            let t = std::fs::read_to_string(&path).unwrap();
+            let names = placeholders(&t).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            let values: Vec<(&str, &str)> = names.iter().map(|n| (n.as_str(), "x")).collect();
+            fill(&t, &values).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            seen += 1;
+        }
+        assert!(seen >= 4, "templates found: {seen}");
+    }
 
     #[test]
     fn tables() {
