@@ -127,11 +127,7 @@ pub fn placeholders(template: &str) -> Result<Vec<String>, TemplateError> {
             + i
             + 1;
         let name = &rest[i + 1..end];
-        if name.is_empty()
-            || !name
-                .bytes()
-                .all(|c| c.is_ascii_alphanumeric() || c == b'_')
-        {
+        if name.is_empty() || !name.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_') {
             return Err(TemplateError::BadName(offset + i));
         }
         if !names.iter().any(|n| n == name) {

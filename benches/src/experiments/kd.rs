@@ -1,6 +1,7 @@
 //! The linear kd-tree report: Poirrier 2009's Table 1 (§4.2) and Tables
 //! 2–3 (§6) for `spatium::kdtree`, with the other broad phases in the same
-//! run. Writes `benches/KD_REPORT.md` and `benches/kd_report.svg`.
+//! run. Writes `benches/KD_REPORT.md` (prose from
+//! `benches/templates/kd_report.md`) and `benches/kd_report.svg`.
 //!
 //! ```text
 //! cargo run --release -p spatium-benches --bin report -- kd [--quick] [--max-n N] [--out DIR]
@@ -26,8 +27,9 @@ use std::process::ExitCode;
 use crate::bp_peers::{ParryBvh, SweepAndPrune};
 use crate::measure::{Steady, Timing, median, time};
 use crate::plot::{self, Panel, Series};
-use crate::provenance::{Provenance, mem_available_gib};
+use crate::provenance::{Provenance, locked_version, mem_available_gib};
 use crate::settle::{self, PairSource, Settle};
+use crate::template::fill;
 use cpu_time::ThreadTime;
 use parry3d::bounding_volume::Aabb as ParryAabb;
 use parry3d::math::Vector as ParryVector;
@@ -50,6 +52,8 @@ const STEADY: Steady = Steady::PAPER;
 /// At N = 5·10⁶: the same warm-up, steps 50–52 timed, to keep the full run
 /// near 15 minutes.
 const BIG: Steady = Steady { skip: 10, take: 3 };
+/// The prose of the report.
+const TEMPLATE: &str = include_str!("../../templates/kd_report.md");
 /// Steps right after the build shown beside the steady state.
 const EARLY: usize = 5;
 /// A structure stops being stepped once its timed steps took this much CPU
@@ -899,23 +903,8 @@ const PAPER_T23: [PaperRow; 5] = [
 
 // --- Table 1.
 
+/// Table 1's rows (the prose is in the template).
 fn table1(md: &mut String) {
-    let _ = writeln!(
-        md,
-        "## Table 1 (§4.2): effect of splitting, N = {T1_N}\n\n\
-         Sphere centres uniform in a cube at density d (no simulation, spheres may overlap), \
-         u64 codes, root and bits per axis chosen from the scene (root: the boxes' bounding \
-         cube; bits: ⌈log₂(root edge / mean box edge)⌉ + 1). `records/N`: sub-elements per \
-         sphere. `V_n/V_e`: sum over records of the volume of the record's cell (`cell(key)`) \
-         over the sum of sphere volumes. `selected`: raw candidates, duplicates included (the \
-         paper's selected pairs, kd-tree-1). `true pos.`: raw candidates whose spheres overlap, \
-         duplicates counted (as the paper counts them). `unique` / `exact`: pairs of the \
-         `Unique` and `Exact` sweeps (each pair once). `spheres`: overlapping sphere pairs, \
-         each once. Paper columns: its Table 1 (its octree was not measured). The paper does not \
-         give its root cell or depth; its V_n/V_e without splitting (10⁶ and more: a mean cell \
-         larger than our whole root) implies a root much larger than the distribution, which \
-         is why those entries differ by orders of magnitude.\n"
-    );
     table_header(
         md,
         &[
@@ -1070,17 +1059,8 @@ pub fn main(args: &[String]) -> ExitCode {
     }
 
     ns.retain(|&n| n <= max_n);
-    let mut md = String::new();
-    let _ = writeln!(
-        md,
-        "# Linear kd-tree (Poirrier 2009) against the other broad phases\n\n\
-         Written by the command below; do not edit by hand.\n\n\
-         {{provenance}}\n\
-         Times are the thread's CPU time (`spatium_benches::measure`) on one thread, so \
-         waiting for the other core does not count, but cache and memory-bandwidth \
-         interference does. Everything is single-threaded (parry3d without `parallel`).\n"
-    );
-    table1(&mut md);
+    let mut table_1 = String::new();
+    table1(&mut table_1);
 
     // --- Tables 2–3.
     let mut scenes = Vec::new();
@@ -1109,10 +1089,34 @@ pub fn main(args: &[String]) -> ExitCode {
         all.push((n, res));
     }
 
-    write_tables(&mut md, &scenes, &all, &notes);
-
     prov.finish();
-    let md = md.replacen("{provenance}", &prov.markdown(), 1);
+    let build = FIRST_STEP - 1 - STEADY.skip;
+    let mut values: Vec<(&str, String)> = vec![
+        ("provenance", prov.markdown()),
+        ("t1_n", T1_N.to_string()),
+        ("table_1", table_1),
+        ("build", build.to_string()),
+        ("first_after_build", (build + 1).to_string()),
+        ("last_step", (FIRST_STEP + STEADY.take - 1).to_string()),
+        ("protocol", STEADY.describe()),
+        ("first_step", FIRST_STEP.to_string()),
+        ("big_last_step", (FIRST_STEP + BIG.take - 1).to_string()),
+        ("skip", STEADY.skip.to_string()),
+        ("budget_s", BUDGET_S.to_string()),
+        ("room", ROOM.to_string()),
+        ("parry_version", locked_version("parry3d")),
+        ("record_bytes", size_of::<KdRecord<u64>>().to_string()),
+        ("box_bytes", size_of::<Aabb3>().to_string()),
+    ];
+    values.extend(tables(&scenes, &all, &notes));
+    let v: Vec<(&str, &str)> = values.iter().map(|(k, x)| (*k, x.as_str())).collect();
+    let md = match fill(TEMPLATE, &v) {
+        Ok(md) => md,
+        Err(e) => {
+            eprintln!("templates/kd_report.md: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let md_path = out.join("KD_REPORT.md");
     if let Err(e) = std::fs::write(&md_path, &md) {
         eprintln!("writing {}: {e}", md_path.display());
@@ -1161,45 +1165,16 @@ fn kd_bytes_per(r: &Res, n: usize) -> f64 {
     r.memory.map_or(f64::NAN, |m| m as f64 / n as f64)
 }
 
-fn write_tables(
-    md: &mut String,
+/// The template values of the settling-scene sections: every table, the
+/// skipped sizes and the targets.
+fn tables(
     scenes: &[SceneInfo],
     all: &[(usize, Vec<Res>)],
     notes: &[String],
-) {
+) -> Vec<(&'static str, String)> {
     let boxb = size_of::<Aabb3>();
-    let build = FIRST_STEP - 1 - STEADY.skip;
-    let _ = writeln!(
-        md,
-        "\n## The settling scene (§6)\n\n\
-         `spatium_benches::settle`: N spheres of radius 1, centres uniform in a cube of side L \
-         with N·(4/3)π / L³ = 0.1 (lifted by one radius), gravity 9.81 along −z, dt = 0.05, a \
-         floor at z = 0, pairwise non-penetration after each integration (overlapping sphere \
-         pairs from the kd-tree, sorted, each pushed apart by half the penetration and its \
-         approaching normal velocity removed). The scene takes its pairs from the kd-tree's raw \
-         candidates, filtered by the sphere test and deduplicated (`PairSource::RawDedup`): the \
-         same pairs as its exact sweep, hence the same scene bit for bit (checked over the whole \
-         run at N = 10⁴ and in the unit tests), at a fraction of the cost with the exact sweep \
-         of this commit. Run to step {build}; every structure is set up on step \
-         {build}'s boxes and then stepped on steps {}–{} in steady state: {} (scene steps \
-         {FIRST_STEP}–{}; at N = 5·10⁶ only {FIRST_STEP}–{}, to keep the run near 15 minutes). The \
-         paper times steps 50–60 right after its build; here every structure, the refitted \
-         parry tree included, first runs {} untimed steps, because a refitted tree degrades \
-         step by step. A structure stops early once its timed steps took {BUDGET_S} s of \
-         CPU time (column `steps`). Step time: median thread CPU time of one step (update or build + \
-         every pair); *steps 0–4*: the median of the first five steps after the build, for \
-         comparison; setup: the structure's construction on step {build} (for the kd-tree, a sizing \
-         probe with room for 8 records per box, then the first build into buffers of \
-         {ROOM} × the records the probe needed). Every exact implementation reported the same pair \
-         count and order-free checksum at every step it ran (unique and raw counts were checked \
-         to be at least the exact count).\n",
-        build + 1,
-        FIRST_STEP + STEADY.take - 1,
-        STEADY.describe(),
-        FIRST_STEP + STEADY.take - 1,
-        FIRST_STEP + BIG.take - 1,
-        STEADY.skip,
-    );
+    let mut v: Vec<(&'static str, String)> = Vec::new();
+    let md = &mut String::new();
     table_header(
         md,
         &[
@@ -1223,24 +1198,16 @@ fn write_tables(
             s.steps_timed
         );
     }
+    v.push(("table_scenes", core::mem::take(md)));
     if !notes.is_empty() {
         let _ = writeln!(md, "\nSkipped:\n");
         for n in notes {
             let _ = writeln!(md, "- {n}");
         }
     }
+    v.push(("skipped", core::mem::take(md)));
 
     // Paper-format Table 2.
-    let _ = writeln!(
-        md,
-        "\n## Table 2 (§6): time per step and candidate pairs, ours next to the paper's\n\n\
-         Ours: thread CPU ms per step on this machine (quadr. = spatium's brute force, S&P = \
-         bp_peers' sweep and prune, parry = parry3d 0.31 `Bvh` in place of the paper's CGAL \
-         Delaunay, kd-tree-1 = build + raw sweep counting the candidates, u64 codes). Paper: \
-         Intel E2180 at 2 GHz, average of 4 runs × steps 50–60. Candidates: quadr. N(N−1)/2; S&P \
-         and parry report the exact box pairs; kd-tree-1 the raw candidates with duplicates. `/`: \
-         not run.\n"
-    );
     table_header(
         md,
         &[
@@ -1277,7 +1244,7 @@ fn write_tables(
             pm(3)
         );
     }
-    let _ = writeln!(md);
+    v.push(("table_2_times", core::mem::take(md)));
     table_header(
         md,
         &[
@@ -1306,18 +1273,9 @@ fn write_tables(
         );
     }
 
+    v.push(("table_2_pairs", core::mem::take(md)));
+
     // Paper-format Table 3.
-    let _ = writeln!(
-        md,
-        "\n## Table 3 (§6): kd-tree-1 against kd-tree-2, and memory\n\n\
-         kd-tree-2: the paper builds a list of unique pairs (O(Nc) extra memory); ours is the \
-         `Unique` sweep, which reports each pair once with no extra memory (pairs whose quantised \
-         boxes overlap: a superset of the exact pairs). Memory, ours: the two record buffers \
-         (records + radix scratch, each {ROOM} × the records of the first build, \
-         u64 codes: {} B per record) plus the boxes ({boxb} B each); the paper's is resident \
-         memory of the whole process.\n",
-        size_of::<KdRecord<u64>>()
-    );
     table_header(
         md,
         &[
@@ -1360,16 +1318,9 @@ fn write_tables(
         );
     }
 
+    v.push(("table_3", core::mem::take(md)));
+
     // Every structure.
-    let _ = writeln!(
-        md,
-        "\n## Every structure\n\n\
-         `pairs`: what the structure reported at the last step it ran (raw: candidates with \
-         duplicates; unique: each candidate once). Memory: the structure's own storage per \
-         element, boxes not included (kd: 2 record buffers; parry: `Bvh::total_memory_size` of \
-         the same tree built directly, workspace not counted; hhg: `stats().bytes_total`; SAP: \
-         36-B entries; brute: its slots). `vs kd exact`: step time over kd exact's.\n"
-    );
     table_header(
         md,
         &[
@@ -1405,21 +1356,9 @@ fn write_tables(
         }
     }
 
+    v.push(("table_structures", core::mem::take(md)));
+
     // kd detail.
-    let _ = writeln!(
-        md,
-        "\n## kd-tree: phases, records and memory\n\n\
-         Phases (median over the steps, ms; the total is the median of whole steps): validate = \
-         box checks, bounds and frame (`BuildPhase::Validated`); codes = splitting and keys \
-         (`Coded`); sort = radix or `sort_unstable` or, with temporal reuse, the insertion-sort \
-         repair (`Sorted`); sweep = `for_each_candidate_pair` (raw: counting only; unique / exact: \
-         counting and checksumming). `bits`: bits per axis chosen (u32 holds at most 10 in 3D; \
-         a u32 row with fewer bits than its u64 row was capped and uses coarser cells). \
-         `records/N`: at the last step. `cap/N`: record buffer length per element \
-         ({ROOM} × the records of the first build). `unsplit`: most boxes in one build left \
-         unsplit for lack of room. `reused`: steps whose build repaired the previous order. \
-         B/elem: 2 × cap × record size / N, then with the {boxb}-byte box per element added.\n"
-    );
     table_header(
         md,
         &[
@@ -1466,20 +1405,26 @@ fn write_tables(
         }
     }
 
-    // Headline.
+    v.push(("table_kd", core::mem::take(md)));
+
+    // Targets.
     let head = all
         .iter()
         .rev()
         .find(|(n, _)| *n <= 1_000_000)
         .expect("some N");
     let (hn, hres) = (head.0, &head.1);
-    let _ = writeln!(md, "\n## Targets at N = {hn}\n");
-    if hn != 1_000_000 {
-        let _ = writeln!(
-            md,
-            "(Quick run: the targets are stated for 10⁶; these are the figures at the largest N run.)\n"
-        );
-    }
+    v.push(("n_targets", hn.to_string()));
+    v.push((
+        "quick_note",
+        if hn == 1_000_000 {
+            String::new()
+        } else {
+            "(Quick run: the targets are stated for 10⁶; these are the figures at the largest N \
+             run.)\n\n"
+                .to_owned()
+        },
+    ));
     let kd = find(hres, "kd exact");
     let raw = find(hres, "kd-tree-1 (raw)");
     let refit = step_of(hres, "parry refit");
@@ -1508,11 +1453,7 @@ fn write_tables(
             }
         );
     }
-    let _ = writeln!(
-        md,
-        "\nMemory per element against the target ≤ 40 B (record buffers: 2 × {ROOM} × the \
-         records of the first build × the record size; the box array is the caller's):\n"
-    );
+    v.push(("targets", core::mem::take(md)));
     table_header(
         md,
         &[
@@ -1542,12 +1483,7 @@ fn write_tables(
             if per <= 40.0 { "met" } else { "not met" }
         );
     }
-    let _ = writeln!(md);
-    let _ = writeln!(
-        md,
-        "Temporal reuse (§7.1): builds that repaired the previous order instead of sorting \
-         afresh (the others fell back to a fresh build after trying):\n"
-    );
+    v.push(("table_memory", core::mem::take(md)));
     for (n, res) in all {
         for r in res.iter().filter(|r| r.name.contains("reuse")) {
             let k = r.kd.expect("kd");
@@ -1558,4 +1494,6 @@ fn write_tables(
             );
         }
     }
+    v.push(("reuse", core::mem::take(md)));
+    v
 }
