@@ -101,6 +101,17 @@ pub fn fill(template: &str, values: &[(&str, &str)]) -> Result<String, TemplateE
     Ok(out)
 }
 
+/// [`fill`] with owned values (what a report usually has: rendered tables
+/// and formatted figures).
+///
+/// # Errors
+///
+/// See [`TemplateError`].
+pub fn fill_values(template: &str, values: &[(&str, String)]) -> Result<String, TemplateError> {
+    let v: Vec<(&str, &str)> = values.iter().map(|(k, x)| (*k, x.as_str())).collect();
+    fill(template, &v)
+}
+
 /// The distinct placeholder names of `template`, in first-seen order.
 ///
 /// # Errors

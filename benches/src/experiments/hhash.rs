@@ -1,7 +1,8 @@
 //! The hierarchical-hashing report: Pouchol et al. 2009 §4 for
 //! `spatium::hhash` (hierarchical hashing against Eitz & Lixu's multilevel
 //! hashing), with a tree peer in the same run. Writes
-//! `benches/HHASH_REPORT.md` and `benches/hhash_bp2d.svg`,
+//! `benches/HHASH_REPORT.md` (prose from `benches/templates/hhash_*.md`)
+//! and `benches/hhash_bp2d.svg`,
 //! `benches/hhash_nns.svg`, `benches/hhash_3d.svg`.
 //!
 //! ```text
@@ -35,7 +36,8 @@ use std::process::ExitCode;
 use crate::measure::{median, median_opt, time};
 use crate::plot::{self, Panel, Scale, Series};
 use crate::pouchol_scene::{Contacts, PoucholScene, SPHERES};
-use crate::provenance::Provenance;
+use crate::provenance::{Provenance, locked_version};
+use crate::template::{TemplateError, fill_values};
 use kiddo::{ImmutableKdTree, SquaredEuclidean};
 use rstar::primitives::{GeomWithData, Rectangle};
 use rstar::{AABB, ParentNode, RTree, RTreeNode};
@@ -50,6 +52,17 @@ use spatium_host::make::{self, VecCellSorted, VecClassHash};
 use spatium_host::pouchol::{
     SEGMENT_MAX, objects_2d, points_2d, segment_box, segment_hits, segments_2d,
 };
+
+/// The prose of the report: its frame and one template per section.
+const TEMPLATE: &str = include_str!("../../templates/hhash_report.md");
+/// Section 1.
+const BP_TEMPLATE: &str = include_str!("../../templates/hhash_bp.md");
+/// Section 2.
+const NNS_TEMPLATE: &str = include_str!("../../templates/hhash_nns.md");
+/// Section 3.
+const SCENE_TEMPLATE: &str = include_str!("../../templates/hhash_3d.md");
+/// Section 4.
+const LEN_TEMPLATE: &str = include_str!("../../templates/hhash_len.md");
 
 /// Seed of the §4.1 objects, segments and points.
 const SEED: u64 = 0x5EED_2009;
@@ -533,29 +546,10 @@ fn bp_section(sz: &Sizes) -> BpSection {
     }
 }
 
-fn bp_write(md: &mut String, sz: &Sizes, s: &BpSection) {
+/// Section 1, rendered into `templates/hhash_bp.md`.
+fn bp_render(sz: &Sizes, s: &BpSection) -> Result<String, TemplateError> {
     let m = sz.segments;
-    let _ = writeln!(
-        md,
-        "## 1. §4.1 broad phase (2D)\n\n\
-         `N` objects from `objects_2d(N, {SEED:#x})` (square 2¹³; about 10 % of average size 2¹⁰, \
-         25 % of 2⁶, the rest 2³) and {m} segments from `segments_2d({m}, {SEED:#x})` (length ≤ 2⁴). \
-         *Insert*: `clear()` then `insert` of the `N` object boxes (hash; the table is swept once \
-         before timing, never again thanks to its timestamps), or building the item `Vec` and \
-         `RTree::bulk_load` (rstar); median of 5 batches of `⌈65536 / N⌉` cycles, per cycle. \
-         *Query*: for every segment, its box (`segment_box`, precomputed) is queried for exact \
-         candidates (hash: `query_candidates_ready(q, Candidates::Exact, ..)` on a fresh table; rstar: \
-         `locate_in_envelope_intersecting`), then `segment_hits` against each candidate is the \
-         narrow phase; median of {} passes ({} at N > {TABLE_N}), the three structures taking \
-         turns (round robin, the first of each round rotating). Both hashes use \
-         `HashConfig::from_sizes(1.0, longest edges of all objects + [SEGMENT_MAX])`, table \
-         `table_len(N, SLOTS_PER_OBJECT)` (the paper's 100 × polygons, rounded up to a power of two) and pool \
-         `config.entries_for(objects, 0)`.\n\n\
-         Cross-check: at every `N` the number of (segment, object) exact candidate pairs, of hits, \
-         of colliding segments and an order-free checksum of the hit pairs are identical for the \
-         three structures (and equal `query_counts`' exact count), else the report aborts.\n",
-        sz.bp_reps, sz.reps
-    );
+    let md = &mut String::new();
     table_header(
         md,
         &[
@@ -615,29 +609,8 @@ fn bp_write(md: &mut String, sz: &Sizes, s: &BpSection) {
             );
         }
     }
-    let _ = writeln!(
-        md,
-        "\nrstar memory: the `RTree` value plus every parent node's children array counted as \
-         `len × size_of::<RTreeNode>()` ({} bytes per node; `Vec` capacity slack and allocator \
-         overhead not counted), so it is a lower bound. Hash memory is `memory_bytes()`: slots \
-         ({} B per object id), table ({} B per bucket), pool ({} B per entry); both schemes have \
-         the same buffers, so the same bytes. `pool` is the entries in use (= the pool's \
-         length here). Raw candidates count every entry of every bucket read (duplicates and \
-         hash-collision false candidates); *collisions* is the share of them whose object is \
-         not stored in the cell read.\n",
-        size_of::<RTreeNode<RItem>>(),
-        size_of::<HashSlot<Aabb2>>(),
-        size_of::<HashBucket>(),
-        size_of::<HashEntry>(),
-    );
+    let table_times = core::mem::take(md);
 
-    let _ = writeln!(
-        md,
-        "### Speed ratios and the issue's target\n\n\
-         Speedup = other's total time / hierarchical's total time (insert + query of all \
-         segments; insert is negligible next to the query except at tiny `N`). Target: \
-         hierarchical ≥ 2× faster than multilevel at every `N`, and faster than the tree peer.\n"
-    );
     table_header(
         md,
         &[
@@ -677,14 +650,25 @@ fn bp_write(md: &mut String, sz: &Sizes, s: &BpSection) {
             ],
         );
     }
-    let _ = writeln!(
-        md,
-        "\nThe last column is the memory overhead of the hierarchy in the paper's sense (its \
-         `hasChildren` entries occupy buckets of their own): buckets written by the current \
-         step, hierarchical over multilevel. In this fixed-length table that costs no bytes \
-         (same buffers), only occupancy.\n\n\
-         ![time and memory](hhash_bp2d.svg)\n"
-    );
+    fill_values(
+        BP_TEMPLATE,
+        &[
+            ("seed", format!("{SEED:#x}")),
+            ("segments", m.to_string()),
+            ("bp_reps", sz.bp_reps.to_string()),
+            ("reps", sz.reps.to_string()),
+            ("table_n", TABLE_N.to_string()),
+            ("table_times", table_times),
+            (
+                "rtree_node_bytes",
+                size_of::<RTreeNode<RItem>>().to_string(),
+            ),
+            ("slot_bytes", size_of::<HashSlot<Aabb2>>().to_string()),
+            ("bucket_bytes", size_of::<HashBucket>().to_string()),
+            ("entry_bytes", size_of::<HashEntry>().to_string()),
+            ("table_ratios", core::mem::take(md)),
+        ],
+    )
 }
 
 // ------------------------------------------------- §4.1 neighbour search
@@ -1009,35 +993,11 @@ fn nns_time(res: &[NnsRes], prefix: &str, sorted: bool) -> f64 {
         .map_or(f64::NAN, |x| x.total_ms)
 }
 
-fn nns_write(md: &mut String, sz: &Sizes, s: &NnsSection) {
+/// Section 2, rendered into `templates/hhash_nns.md`.
+fn nns_render(sz: &Sizes, s: &NnsSection) -> Result<String, TemplateError> {
+    let md = &mut String::new();
     let n = sz.points;
     let table = table_len(n, NNS_TABLE_FACTOR);
-    let _ = writeln!(
-        md,
-        "## 2. §4.1 neighbour search (2D)\n\n\
-         {n} points from `points_2d({n}, {SEED:#x})` (uniform in a square of side 2²⁰). Time = \
-         build + every point's neighbour query (neighbours within `r`, `d² < r²`, the point \
-         itself excluded), the thread's CPU time, median of up to {} runs (a structure stops \
-         being repeated at a radius once its runs there took {:.0} s; `runs` says how many), the \
-         structures taking turns (round robin, the first of each round rotating). Hierarchical: \
-         `ClassHash::for_particles` (smallest class = `r`), pool = {n} entries, table \
-         `table_len({n}, {NNS_TABLE_FACTOR})` = {table} ({}) buckets, \
-         `for_each_neighbor` per point; the pyramid is `extra_levels` (bit `c` = a pruning \
-         class of size `r·2^c` above the radius class). Rows *input sorted by cell*: the same \
-         structure given the points sorted row-major by cells of side `r` (the sort is done \
-         before timing, the answers mapped back to input ids; `vs uniform` / `vs kiddo` then \
-         compare with the peers given that order too); the other rows get the points in their \
-         random input order. Uniform: `uniform::CellSortedHash` with \
-         the same table length, `for_each_neighbor` per point. kiddo 6.3: \
-         `ImmutableKdTree::<f32, 2>::new_from_slice` then, per point, \
-         `query(p).within::<SquaredEuclidean<f32>>(r²).unsorted().exclusive_boundaries()` (6.3's \
-         form of `within_unsorted`). Cross-check: at every `r` the total neighbour count, the \
-         largest count and the sum of neighbour ids are identical for all structures, else the \
-         report aborts.\n",
-        sz.reps,
-        NNS_BUDGET_MS / 1e3,
-        pow2(table)
-    );
     table_header(
         md,
         &[
@@ -1084,23 +1044,28 @@ fn nns_write(md: &mut String, sz: &Sizes, s: &NnsSection) {
             );
         }
     }
-    let _ = writeln!(
-        md,
-        "\n`vs uniform` / `vs kiddo`: this structure's time over theirs (below 1 = faster). \
-         Memory: `memory_bytes()` for the hierarchical hash (table {} B per bucket, pool {} B \
-         and particle buffer {} B per point, no object slots); for the uniform hash its buffer \
-         sizes, {} B per table slot and {} B per point; kiddo's is not measured. The uniform \
-         hash refuses \
-         coordinates more than 2¹⁴ cells from the data centre (`Error::OutOfRange`); the square \
-         is at most 2²⁰ / 256 = 4096 cells wide, so no radius here triggers it (a refusal would \
-         show as `refused` in the time column).\n\n\
-         ![neighbour search](hhash_nns.svg)\n",
-        size_of::<HashBucket>(),
-        size_of::<HashEntry>(),
-        size_of::<Vec2>(),
-        size_of::<TableSlot>(),
-        size_of::<SortedParticle<Vec2>>() + size_of::<CellRecord<Vec2>>(),
-    );
+    fill_values(
+        NNS_TEMPLATE,
+        &[
+            ("n", n.to_string()),
+            ("seed", format!("{SEED:#x}")),
+            ("reps", sz.reps.to_string()),
+            ("budget_s", format!("{:.0}", NNS_BUDGET_MS / 1e3)),
+            ("table_factor", NNS_TABLE_FACTOR.to_string()),
+            ("table", table.to_string()),
+            ("table_pow2", pow2(table)),
+            ("kiddo_version", locked_version("kiddo")),
+            ("table_nns", core::mem::take(md)),
+            ("bucket_bytes", size_of::<HashBucket>().to_string()),
+            ("entry_bytes", size_of::<HashEntry>().to_string()),
+            ("point_bytes", size_of::<Vec2>().to_string()),
+            ("table_slot_bytes", size_of::<TableSlot>().to_string()),
+            (
+                "uniform_point_bytes",
+                (size_of::<SortedParticle<Vec2>>() + size_of::<CellRecord<Vec2>>()).to_string(),
+            ),
+        ],
+    )
 }
 
 // --------------------------------------------------------- §4.2 3D scene
@@ -1234,50 +1199,11 @@ fn levels_list(levels: u32) -> String {
         .join(", ")
 }
 
-fn scene_write(md: &mut String, sz: &Sizes, s: &Scene3) {
+/// Section 3, rendered into `templates/hhash_3d.md`.
+fn scene_render(sz: &Sizes, s: &Scene3) -> Result<String, TemplateError> {
+    let md = &mut String::new();
     let nf = s.frames.len();
     let k = 50.min(nf);
-    let _ = writeln!(
-        md,
-        "## 3. §4.2 3D scene\n\n\
-         `spatium_benches::pouchol_scene`: {SPHERES} static spheres and {} particles from \
-         `spheres_3d` (seed `{:#x}`) in the unit box; particles of radius 2⁻⁷ fall under \
-         gravity `g = {}` along −y with `dt = {}` (`½·g·(100·dt)² = 1`: across the box in about \
-         100 frames), speed capped at {}. Per frame, the timed collision detection: `update` of \
-         every particle's path box (its box at the start and end of the step: the segment's box \
-         inflated by the radius), `rehash()` (every sphere hashed again, as the paper counts \
-         hashing static objects), one exact `candidates` query per path box, the narrow phase \
-         (centre distance < sphere radius + particle radius at the end position; walls). \
-         Untimed response: push out to the sphere surface and reflect the normal velocity with \
-         restitution 0.5 (contacts in sphere-id order), walls clamp with damping 0.5, \
-         particle–particle repulsion through a `uniform::CellSortedHash` of radius 2⁻⁶. \
-         {nf} frames; each frame's detection runs {} per structure (the median of the \
-         runs is that frame's time), the two \
-         structures alternating which goes first, on the identical scene: their sorted contact \
-         lists, wall flags and candidate counts must be equal at every frame (checked), and the \
-         response reads only them, so both see the same trajectory.\n\n\
-         Both structures: base = particle diameter 2⁻⁶, `from_sizes` over the sphere diameters \
-         and the path-box edges `2⁻⁶ + k/4 · {} · dt` (k = 0..4) → levels {{{}}}; table \
-         `table_len({}, SLOTS_PER_OBJECT)` = {} ({}), pool {} entries (the spheres' entries + 8 per \
-         particle), {} object slots.\n",
-        s.particles,
-        crate::pouchol_scene::SEED,
-        crate::pouchol_scene::GRAVITY,
-        crate::pouchol_scene::DT,
-        crate::pouchol_scene::MAX_SPEED,
-        match sz.frame_reps {
-            1 => "once".to_string(),
-            2 => "twice".to_string(),
-            k => format!("{k} times"),
-        },
-        crate::pouchol_scene::MAX_SPEED,
-        levels_list(s.levels),
-        SPHERES + s.particles,
-        s.table,
-        pow2(s.table),
-        s.pool,
-        SPHERES + s.particles,
-    );
     let first = &s.frames[..k];
     let last = &s.frames[nf - k..];
     table_header(
@@ -1316,14 +1242,7 @@ fn scene_write(md: &mut String, sz: &Sizes, s: &Scene3) {
         );
     }
     let lf = &s.frames[nf - 1];
-    let _ = writeln!(
-        md,
-        "\n`hierarchical faster by` = 1 − hierarchical/multilevel (the paper: about 25 %). \
-         Candidates are exact (`Candidates::Exact`); particle candidates are other particles' \
-         path boxes overlapping the query (counted, skipped by the narrow phase). Last frame: \
-         {} particles touching a wall, {} overlapping particle pairs resolved.\n",
-        lf.walls, lf.particle_pairs
-    );
+    let table_frames = core::mem::take(md);
     table_header(
         md,
         &[
@@ -1353,16 +1272,38 @@ fn scene_write(md: &mut String, sz: &Sizes, s: &Scene3) {
         .map(|l| format!("level {l}: {}", s.per_level[l]))
         .collect::<Vec<_>>()
         .join(", ");
-    let _ = writeln!(
-        md,
-        "\nMemory overhead of the hierarchy: 0 bytes in `memory_bytes()` (both schemes use the \
-         same fixed buffers); in occupied buckets (the `hasChildren`-only buckets the paper's \
-         hash map would allocate) {} on the first frame and {} on the last (paper: ≤ 20 %). \
-         Objects per class on the last frame (hierarchical): {per_level}.\n\n\
-         ![ms per frame](hhash_3d.svg)\n",
-        pct(over_first),
-        pct(over_last)
-    );
+    fill_values(
+        SCENE_TEMPLATE,
+        &[
+            ("spheres", SPHERES.to_string()),
+            ("particles", s.particles.to_string()),
+            ("seed", format!("{:#x}", crate::pouchol_scene::SEED)),
+            ("gravity", crate::pouchol_scene::GRAVITY.to_string()),
+            ("dt", crate::pouchol_scene::DT.to_string()),
+            ("max_speed", crate::pouchol_scene::MAX_SPEED.to_string()),
+            ("frames", nf.to_string()),
+            (
+                "frame_reps",
+                match sz.frame_reps {
+                    1 => "once".to_string(),
+                    2 => "twice".to_string(),
+                    k => format!("{k} times"),
+                },
+            ),
+            ("levels", levels_list(s.levels)),
+            ("objects", (SPHERES + s.particles).to_string()),
+            ("table", s.table.to_string()),
+            ("table_pow2", pow2(s.table)),
+            ("pool", s.pool.to_string()),
+            ("table_frames", table_frames),
+            ("last_walls", lf.walls.to_string()),
+            ("last_pairs", lf.particle_pairs.to_string()),
+            ("table_memory", core::mem::take(md)),
+            ("over_first", pct(over_first)),
+            ("over_last", pct(over_last)),
+            ("per_level", per_level),
+        ],
+    )
 }
 
 // ------------------------------------------------------ table length n
@@ -1589,34 +1530,25 @@ fn len_table(md: &mut String, rows: &[LenRow], three_d: bool) {
     }
 }
 
-fn len_write(md: &mut String, sz: &Sizes, s: &LenSection) {
-    let _ = writeln!(
-        md,
-        "## 4. Table length `n` around the guidance\n\n\
-         `n = table_len(elements, factor)` (elements × factor rounded up to a power \
-         of two); factor 100 is the paper's guidance (`table::SLOTS_PER_OBJECT`). *Buckets written*: \
-         buckets holding entries or `hasChildren` flags of the current step; *shared*: buckets \
-         holding elements whose lowest cells differ (`stats_refreshed()`; an estimate of collisions \
-         between cells that also counts neighbouring objects meeting in one cell). Candidates \
-         from `query_counts` over every query. Memory is `memory_bytes()`.\n\n\
-         ### 2D broad phase, N = {} objects, {} segments\n\n\
-         Query ms = all segments, exact candidates + narrow phase (as in section 1), median of \
-         {} (the two schemes taking turns); the answers are cross-checked across all rows.\n",
-        s.n2, sz.segments, sz.bp_reps
-    );
-    len_table(md, &s.rows2, false);
-    let _ = writeln!(
-        md,
-        "\n### 3D scene, first frame ({SPHERES} spheres + {} particle path boxes)\n\n\
-         The scene of section 3 after its first prediction; rehash ms = `rehash()` of all \
-         {} boxes, query ms = one exact `candidates` query per particle path box (no narrow \
-         phase), medians of {}; exact counts cross-checked across all rows.\n",
-        s.p3,
-        SPHERES + s.p3,
-        sz.reps
-    );
-    len_table(md, &s.rows3, true);
-    let _ = writeln!(md);
+/// Section 4, rendered into `templates/hhash_len.md`.
+fn len_render(sz: &Sizes, s: &LenSection) -> Result<String, TemplateError> {
+    let (mut t2, mut t3) = (String::new(), String::new());
+    len_table(&mut t2, &s.rows2, false);
+    len_table(&mut t3, &s.rows3, true);
+    fill_values(
+        LEN_TEMPLATE,
+        &[
+            ("n2", s.n2.to_string()),
+            ("segments", sz.segments.to_string()),
+            ("bp_reps", sz.bp_reps.to_string()),
+            ("table_2d", t2),
+            ("spheres", SPHERES.to_string()),
+            ("particles", s.p3.to_string()),
+            ("objects", (SPHERES + s.p3).to_string()),
+            ("reps", sz.reps.to_string()),
+            ("table_3d", t3),
+        ],
+    )
 }
 
 // ------------------------------------------------------------- findings
@@ -2086,41 +2018,52 @@ pub fn main(args: &[String]) -> ExitCode {
     let s3 = want("3d").then(|| scene_section(&sz));
     let len = want("len").then(|| len_section(&sz));
 
-    let mut md = String::new();
-    let _ = writeln!(
-        md,
-        "# Hierarchical hashing (Pouchol et al. 2009) against multilevel hashing and trees\n\n\
-         Written by the command below; do not edit by hand.\n\n\
-         {{provenance}}\n\
-         Times are the thread's CPU time \
-         (`spatium_benches::measure`) on one thread, medians of repetitions, so waiting for the \
-         other core does not count, but cache and memory-bandwidth interference does. \
-         Everything is single-threaded (kiddo without `multi-threaded`, rstar sequential). \
-         Every structure's answer is cross-checked against the others' before this file is \
-         written.{}\n",
-        if quick {
-            " **`--quick` run: smaller sizes than the paper's.**"
-        } else {
-            ""
-        }
-    );
-    if let Some(bp) = &bp {
-        bp_write(&mut md, &sz, bp);
-    }
-    if let Some(nns) = &nns {
-        nns_write(&mut md, &sz, nns);
-    }
-    if let Some(s3) = &s3 {
-        scene_write(&mut md, &sz, s3);
-    }
-    if let Some(len) = &len {
-        len_write(&mut md, &sz, len);
-    }
+    let mut findings_text = String::new();
     if let (Some(bp), Some(nns), Some(s3), Some(len)) = (&bp, &nns, &s3, &len) {
-        findings(&mut md, bp, nns, s3, len);
+        findings(&mut findings_text, bp, nns, s3, len);
     }
     prov.finish();
-    let md = md.replacen("{provenance}", &prov.markdown(), 1);
+    let sections = (|| -> Result<String, TemplateError> {
+        let section = |r: Option<Result<String, TemplateError>>| r.unwrap_or(Ok(String::new()));
+        fill_values(
+            TEMPLATE,
+            &[
+                ("provenance", prov.markdown()),
+                (
+                    "quick_note",
+                    if quick {
+                        " **`--quick` run: smaller sizes than the paper's.**".to_owned()
+                    } else {
+                        String::new()
+                    },
+                ),
+                (
+                    "section_bp",
+                    section(bp.as_ref().map(|x| bp_render(&sz, x)))?,
+                ),
+                (
+                    "section_nns",
+                    section(nns.as_ref().map(|x| nns_render(&sz, x)))?,
+                ),
+                (
+                    "section_3d",
+                    section(s3.as_ref().map(|x| scene_render(&sz, x)))?,
+                ),
+                (
+                    "section_len",
+                    section(len.as_ref().map(|x| len_render(&sz, x)))?,
+                ),
+                ("findings", findings_text),
+            ],
+        )
+    })();
+    let md = match sections {
+        Ok(md) => md,
+        Err(e) => {
+            eprintln!("templates/hhash_*.md: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let md_path = out.join("HHASH_REPORT.md");
     if let Err(e) = std::fs::write(&md_path, &md) {
         eprintln!("writing {}: {e}", md_path.display());

@@ -29,7 +29,7 @@ use crate::measure::{Steady, Timing, median, time};
 use crate::plot::{self, Panel, Series};
 use crate::provenance::{Provenance, locked_version, mem_available_gib};
 use crate::settle::{self, PairSource, Settle};
-use crate::template::fill;
+use crate::template::fill_values;
 use cpu_time::ThreadTime;
 use parry3d::bounding_volume::Aabb as ParryAabb;
 use parry3d::math::Vector as ParryVector;
@@ -1109,8 +1109,7 @@ pub fn main(args: &[String]) -> ExitCode {
         ("box_bytes", size_of::<Aabb3>().to_string()),
     ];
     values.extend(tables(&scenes, &all, &notes));
-    let v: Vec<(&str, &str)> = values.iter().map(|(k, x)| (*k, x.as_str())).collect();
-    let md = match fill(TEMPLATE, &v) {
+    let md = match fill_values(TEMPLATE, &values) {
         Ok(md) => md,
         Err(e) => {
             eprintln!("templates/kd_report.md: {e}");

@@ -40,7 +40,7 @@ use crate::sph_scene::{
     FlowStats, PAIRS_PER_PARTICLE, SPH_SIDE, SPH_SMALL_SIDE, SPH_SPACING, Search, SphScene,
     StageClock, Structure, VecFluid, WARM_STEPS,
 };
-use crate::template::{TemplateError, fill};
+use crate::template::fill_values;
 use spatium::sph::{EquationOfState, Integrator, Stage};
 use spatium::{BoundingBox, Error, Point, Vec3};
 
@@ -498,12 +498,6 @@ fn scene_values(scene: &SphScene) -> Vec<(&'static str, String)> {
     ]
 }
 
-/// Fills `template` with `values`.
-fn render(template: &str, values: &[(&str, String)]) -> Result<String, TemplateError> {
-    let v: Vec<(&str, &str)> = values.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    fill(template, &v)
-}
-
 /// Runs the experiment and writes the report; `args` are the options
 /// after the program (and subcommand) name.
 pub fn main(args: &[String]) -> ExitCode {
@@ -587,7 +581,7 @@ pub fn main(args: &[String]) -> ExitCode {
         None => Ok(String::new()),
         Some((s, r)) => {
             let (speed, stages, checks) = tables(r);
-            render(
+            fill_values(
                 SMALL_TEMPLATE,
                 &[
                     ("n", s.n().to_string()),
@@ -621,7 +615,7 @@ pub fn main(args: &[String]) -> ExitCode {
     values.extend(scene_values(&scene));
     let md = match small_scene.and_then(|small| {
         values.push(("small_scene", small));
-        render(TEMPLATE, &values)
+        fill_values(TEMPLATE, &values)
     }) {
         Ok(md) => md,
         Err(e) => {
