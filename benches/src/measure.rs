@@ -1,6 +1,7 @@
 //! The one way the reports measure time.
 //!
-//! * [`time`] runs a closure once and returns its result with a [`Timing`]:
+//! * [`time`] runs a closure once and returns its result with a [`Timing`]
+//!   ([`Stopwatch`] reads the same clocks for phases inside a step):
 //!   the calling thread's CPU time (`cpu_time::ThreadTime`, the reported
 //!   figure: the machine may be shared, and waiting for a core is not the
 //!   code's cost) and the wall-clock time beside it.
@@ -43,22 +44,42 @@ impl Timing {
     }
 }
 
+/// A running clock: the thread's CPU time and the wall-clock time since
+/// [`Stopwatch::start`], for timing parts of a step (phases) with the same
+/// clocks as [`time`].
+#[derive(Debug)]
+pub struct Stopwatch {
+    cpu: ThreadTime,
+    wall: Instant,
+}
+
+impl Stopwatch {
+    /// Starts both clocks.
+    pub fn start() -> Self {
+        Self {
+            cpu: ThreadTime::now(),
+            wall: Instant::now(),
+        }
+    }
+
+    /// Time since the start.
+    pub fn elapsed(&self) -> Timing {
+        let wall = self.wall.elapsed();
+        let cpu = self.cpu.elapsed();
+        Timing {
+            cpu_s: cpu.as_secs_f64(),
+            wall_s: wall.as_secs_f64(),
+        }
+    }
+}
+
 /// Runs `f` once on the calling thread and times it. Never inlined, so
 /// that the optimiser cannot move the work across the clock reads.
 #[inline(never)]
 pub fn time<R>(f: impl FnOnce() -> R) -> (R, Timing) {
-    let c = ThreadTime::now();
-    let w = Instant::now();
+    let clock = Stopwatch::start();
     let r = f();
-    let wall = w.elapsed();
-    let cpu = c.elapsed();
-    (
-        r,
-        Timing {
-            cpu_s: cpu.as_secs_f64(),
-            wall_s: wall.as_secs_f64(),
-        },
-    )
+    (r, clock.elapsed())
 }
 
 /// The median of `v`: the middle value of `v` sorted, or for an even count

@@ -1,19 +1,17 @@
 //! Quick per-phase probe of the linear kd-tree on uniformly placed spheres
 //! (the setting of Poirrier's Table 1) — a development aid; `kd_report` is
 //! the reference. Build and sweeps in thread CPU time
-//! ([`spatium_benches::measure::time`]); the build's phases by wall-clock
-//! marks inside it.
+//! ([`spatium_benches::measure::time`]); the build's phases by CPU-time
+//! marks inside it ([`spatium_benches::measure::Stopwatch`]).
 //!
 //! ```text
 //! cargo run --release -p spatium-benches --bin kd_step -- N [density] [u32|u64] [gain|none] [bits]
 //! ```
 
-use std::time::Instant;
-
 use spatium::Inspect;
 use spatium::kdtree::{BuildPhase, Candidates, KdConfig, KdRecord, LinearKdTree, LocCode, Split};
 use spatium::{Aabb3, Vec3};
-use spatium_benches::measure::{median, time};
+use spatium_benches::measure::{Stopwatch, median, time};
 use spatium_host::rng::Rng;
 
 fn spheres(n: usize, d: f64, seed: u64) -> Vec<Aabb3> {
@@ -44,10 +42,10 @@ fn run<K: LocCode>(boxes: &[Aabb3], config: KdConfig<Aabb3>) {
     );
     let mut builds = Vec::new();
     for rep in 0..3 {
-        let t0 = Instant::now();
+        let t0 = Stopwatch::start();
         let mut marks = Vec::new();
         let ((), built) = time(|| {
-            t.build_observed(boxes, |p| marks.push((p, t0.elapsed())))
+            t.build_observed(boxes, |p| marks.push((p, t0.elapsed().cpu_ms())))
                 .expect("build")
         });
         builds.push(built.cpu_ms());
@@ -58,14 +56,7 @@ fn run<K: LocCode>(boxes: &[Aabb3], config: KdConfig<Aabb3>) {
                 .expect("sweep");
             exact
         });
-        let ms = |d: core::time::Duration| d.as_secs_f64() * 1e3;
-        let phase = |p: BuildPhase| {
-            marks
-                .iter()
-                .find(|m| m.0 == p)
-                .map(|m| ms(m.1))
-                .unwrap_or(0.0)
-        };
+        let phase = |p: BuildPhase| marks.iter().find(|m| m.0 == p).map(|m| m.1).unwrap_or(0.0);
         let s = t.stats();
         println!(
             "rep {rep}: K=u{} bits {} records {:.2}/elem split {} | validate {:.1} codes {:.1} sort {:.1} (passes {}) | CPU: build {:.1} ms | raw sweep {:.1} ms ({} = {:.1}/elem) | exact sweep {:.1} ms ({} pairs)",

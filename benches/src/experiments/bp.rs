@@ -24,7 +24,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use crate::bp_peers::{ParryBvh, SweepAndPrune};
+use crate::bp_peers::{Pairs, ParryBvh, SweepAndPrune};
 use crate::measure::{Steady, Timing, median, time};
 use crate::plot::{self, Panel, Series};
 use crate::provenance::{Provenance, locked_version};
@@ -44,23 +44,6 @@ const EARLY: usize = 5;
 
 /// The prose of the report.
 const TEMPLATE: &str = include_str!("../../templates/bp_report.md");
-
-/// Pair count and an order-free checksum of the pairs.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct Pairs {
-    count: u64,
-    sum: u64,
-}
-
-impl Pairs {
-    fn add(&mut self, a: u32, b: u32) {
-        let (lo, hi) = (a.min(b) as u64, a.max(b) as u64);
-        self.count += 1;
-        self.sum = self
-            .sum
-            .wrapping_add((lo.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ hi).wrapping_mul(31));
-    }
-}
 
 /// One implementation under test, driven step by step.
 trait Driver {

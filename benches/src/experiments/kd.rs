@@ -24,13 +24,12 @@ use core::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::bp_peers::{ParryBvh, SweepAndPrune};
-use crate::measure::{Steady, Timing, median, time};
+use crate::bp_peers::{Pairs, ParryBvh, SweepAndPrune};
+use crate::measure::{Steady, Stopwatch, Timing, median, time};
 use crate::plot::{self, Panel, Series};
 use crate::provenance::{Provenance, locked_version, mem_available_gib};
 use crate::settle::{self, PairSource, Settle};
 use crate::template::fill_values;
-use cpu_time::ThreadTime;
 use parry3d::bounding_volume::Aabb as ParryAabb;
 use parry3d::math::Vector as ParryVector;
 use parry3d::partitioning::{Bvh, BvhBuildStrategy};
@@ -69,24 +68,6 @@ const ROOM: f64 = 1.25;
 const T1_SEED: u64 = 0x7AB1_E001;
 /// N of Table 1.
 const T1_N: usize = 10_000;
-
-/// Pair count and an order-free checksum of the pairs.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct Pairs {
-    count: u64,
-    sum: u64,
-}
-
-impl Pairs {
-    #[inline(always)]
-    fn add(&mut self, a: u32, b: u32) {
-        let (lo, hi) = (a.min(b) as u64, a.max(b) as u64);
-        self.count += 1;
-        self.sum = self
-            .sum
-            .wrapping_add((lo.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ hi).wrapping_mul(31));
-    }
-}
 
 /// Build phases of one kd step, ms.
 #[derive(Clone, Copy, Debug, Default)]
@@ -179,10 +160,10 @@ impl<K: LocCode> Driver for Kd<K> {
 
     fn step(&mut self, boxes: &[Aabb3]) -> StepOut {
         let t = self.tree.as_mut().expect("setup");
-        let clock = ThreadTime::now();
+        let clock = Stopwatch::start();
         let mut marks = [0f64; 3];
         t.build_observed(boxes, |ph| {
-            let e = clock.elapsed().as_secs_f64() * 1e3;
+            let e = clock.elapsed().cpu_ms();
             match ph {
                 BuildPhase::Validated => marks[0] = e,
                 // A reused build that falls back reports `Coded` twice: the
@@ -204,7 +185,7 @@ impl<K: LocCode> Driver for Kd<K> {
                 .for_each_candidate_pair(boxes, m, |a, b| p.add(a, b))
                 .expect("kd sweep"),
         }
-        let end = clock.elapsed().as_secs_f64() * 1e3;
+        let end = clock.elapsed().cpu_ms();
         let st = t.stats();
         self.info.bits = st.bits_per_axis;
         self.info.depth = st.depth;
