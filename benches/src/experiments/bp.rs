@@ -754,6 +754,10 @@ fn plot_scaling(path: &Path, rows: &[ScalingRow]) -> Result<(), Box<dyn core::er
 /// Runs the experiment and writes the report; `args` are the options
 /// after the program (and subcommand) name.
 pub fn main(args: &[String]) -> ExitCode {
+    if let Err(e) = super::check_args(args, &["--quick"], &["--out", "--max-n"]) {
+        eprintln!("{e}");
+        return ExitCode::FAILURE;
+    }
     let mut prov = Provenance::start();
     let quick = args.iter().any(|a| a == "--quick");
     let value = |flag: &str| {

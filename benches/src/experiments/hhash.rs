@@ -1995,6 +1995,10 @@ fn plot_3d(path: &Path, s3: &Scene3) -> Result<(), Box<dyn core::error::Error>> 
 /// Runs the experiment and writes the report; `args` are the options
 /// after the program (and subcommand) name.
 pub fn main(args: &[String]) -> ExitCode {
+    if let Err(e) = super::check_args(args, &["--quick"], &["--out", "--only"]) {
+        eprintln!("{e}");
+        return ExitCode::FAILURE;
+    }
     let mut prov = Provenance::start();
     let args: Vec<String> = args.to_vec();
     let quick = args.iter().any(|a| a == "--quick");

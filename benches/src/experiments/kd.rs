@@ -1001,6 +1001,10 @@ impl<P: spatium::Point> CoordF64 for P {
 /// Runs the experiment and writes the report; `args` are the options
 /// after the program (and subcommand) name.
 pub fn main(args: &[String]) -> ExitCode {
+    if let Err(e) = super::check_args(args, &["--quick"], &["--out", "--max-n"]) {
+        eprintln!("{e}");
+        return ExitCode::FAILURE;
+    }
     let mut prov = Provenance::start();
     let args: Vec<String> = args.to_vec();
     let quick = args.iter().any(|a| a == "--quick");

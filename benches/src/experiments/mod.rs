@@ -49,6 +49,31 @@ pub fn run(name: &str, args: &[String]) -> ExitCode {
     }
 }
 
+/// Checks `args` against the options an experiment takes: `flags` stand
+/// alone, `valued` take the next argument. An unknown option is an error
+/// (a typo must not start a full-size run).
+pub(crate) fn check_args(args: &[String], flags: &[&str], valued: &[&str]) -> Result<(), String> {
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if flags.contains(&a.as_str()) {
+            continue;
+        }
+        if valued.contains(&a.as_str()) {
+            if it.next().is_none() {
+                return Err(format!("{a} needs a value"));
+            }
+            continue;
+        }
+        let mut all: Vec<&str> = flags.to_vec();
+        all.extend(valued.iter().copied());
+        return Err(format!(
+            "unknown argument {a} (options: {})",
+            all.join(", ")
+        ));
+    }
+    Ok(())
+}
+
 /// The generator's command line: `[experiment | all] [options]`.
 pub fn generator(args: &[String]) -> ExitCode {
     match args.first().map(String::as_str) {
@@ -81,5 +106,24 @@ pub fn generator(args: &[String]) -> ExitCode {
             ExitCode::SUCCESS
         }
         Some(name) => run(name, &args[1..]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn options_are_checked() {
+        let ok = strings(&["--quick", "--max-n", "100", "--out", "x"]);
+        assert!(check_args(&ok, &["--quick"], &["--max-n", "--out"]).is_ok());
+        let typo = strings(&["--quik"]);
+        assert!(check_args(&typo, &["--quick"], &["--out"]).is_err());
+        let missing = strings(&["--out"]);
+        assert!(check_args(&missing, &["--quick"], &["--out"]).is_err());
     }
 }
