@@ -18,7 +18,7 @@
 //! ten minutes on a 2-core machine. At N = 10⁶ the slowest runs (several
 //! seconds each: rstar, and the linked and bucket hashes on shuffled input)
 //! are left out unless `SPATIUM_BENCH_FULL=1` is set; the report binary
-//! (`cargo run --release -p spatium-benches --bin report`) measures them all.
+//! (`cargo run --release -p spatium-benches --bin report -- neighbors`) measures them all.
 
 use core::cell::OnceCell;
 use core::hint::black_box;

@@ -17,7 +17,7 @@
 //!
 //! Samples are few and short (10 samples, flat sampling, 2–3 s each), so the
 //! whole run takes about a minute after compilation. The report binary
-//! (`cargo run --release -p spatium-benches --bin sph_report`) adds CPU
+//! (`cargo run --release -p spatium-benches --bin report -- sph`) adds CPU
 //! time, min–max and the split of time by stage.
 //!
 //! [`Fluid::step`]: spatium::sph::Fluid::step

@@ -14,11 +14,36 @@
 //! convention of [`BoundingBox::overlaps`] (boxes that touch overlap), so
 //! their pairs equal those of spatium's brute force exactly. Everything runs
 //! on the calling thread (parry3d is built without its `parallel` feature).
+//!
+//! [`Pairs`] is the pair count and order-free checksum the broad-phase
+//! experiments compare between implementations, step by step.
 
 use parry3d::bounding_volume::Aabb as ParryAabb;
 use parry3d::math::Vector as ParryVector;
 use parry3d::partitioning::{Bvh, BvhBuildStrategy, BvhLeafUpdateStatus, BvhWorkspace};
 use spatium::{Aabb3, BoundingBox, Point};
+
+/// Pair count and an order-free checksum of the pairs: two implementations
+/// that report the same set of unordered pairs, in any order, agree.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Pairs {
+    /// Pairs reported.
+    pub count: u64,
+    /// Wrapping sum of a mix of each pair's ids (smaller id first).
+    pub sum: u64,
+}
+
+impl Pairs {
+    /// Records the pair `(a, b)` (either order).
+    #[inline(always)]
+    pub fn add(&mut self, a: u32, b: u32) {
+        let (lo, hi) = (a.min(b) as u64, a.max(b) as u64);
+        self.count += 1;
+        self.sum = self
+            .sum
+            .wrapping_add((lo.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ hi).wrapping_mul(31));
+    }
+}
 
 /// One object in sweep order: its x interval cached next to its box, so that
 /// the sort and the sweep stream one array.
@@ -343,6 +368,23 @@ mod tests {
     use spatium_host::scenarios::{BoxScenario, moving_cubes};
 
     use super::*;
+
+    #[test]
+    fn pairs_checksum_is_order_free() {
+        let (mut a, mut b) = (Pairs::default(), Pairs::default());
+        for (x, y) in [(1, 2), (7, 3), (4, 5)] {
+            a.add(x, y);
+        }
+        for (x, y) in [(5, 4), (2, 1), (3, 7)] {
+            b.add(x, y);
+        }
+        assert_eq!(a, b);
+        let mut c = Pairs::default();
+        for (x, y) in [(1, 2), (7, 3), (4, 6)] {
+            c.add(x, y);
+        }
+        assert_ne!(a, c);
+    }
 
     fn normalized(mut v: Vec<(u32, u32)>) -> Vec<(u32, u32)> {
         for p in &mut v {

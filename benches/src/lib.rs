@@ -1,5 +1,6 @@
 //! Scenes and runners shared by the criterion benchmarks
-//! (`benches/neighbors.rs`) and the comparison report (`src/bin/report.rs`).
+//! (`benches/*.rs`) and the report generator (`src/bin/report.rs`, which
+//! runs the [`experiments`]).
 //!
 //! * [`scene`]: the jittered fluid block at a given size, in one of the
 //!   input [`Order`]s, with the positions converted once (outside any timing)
@@ -7,6 +8,9 @@
 //! * [`runner`]: one [`Runner`] per implementation, holding every buffer it
 //!   needs so that a timed run only builds and queries; each run returns a
 //!   count that [`check`] compares with spatium's.
+//! * [`measure`], [`provenance`], [`plot`] and [`template`]: the one
+//!   timing protocol and median, the provenance block, the SVG plot helper
+//!   and the markdown template filler that every report uses.
 //! * [`pouchol_scene`]: the 3D scene of Pouchol et al. 2009 §4.2 (particles
 //!   falling onto static spheres), timed by `src/bin/hhash_report.rs`.
 //!
@@ -18,12 +22,16 @@
 
 pub mod bp_peers;
 pub mod check;
+pub mod experiments;
+pub mod measure;
+pub mod plot;
 pub mod pouchol_scene;
 pub mod provenance;
 pub mod runner;
 pub mod scene;
 pub mod settle;
 pub mod sph_scene;
+pub mod template;
 
 pub use check::{CheckError, Reference, check_runner, checked_runner};
 pub use runner::{Imp, Metric, Runner};

@@ -1,9 +1,14 @@
 //! Quick per-step timing of the hierarchical hash grid on the paper's moving
-//! cubes (development probe; the report is the reference).
-
-use std::time::Instant;
+//! cubes (development probe; the report is the reference). Thread CPU time
+//! per step ([`spatium_benches::measure::time`]), every step of the
+//! reports' steady-state protocol printed, then its medians.
+//!
+//! ```text
+//! cargo run --release -p spatium-benches --bin hhg_step -- [N] [cubes|varied] [arena words]
+//! ```
 
 use spatium::{Aabb3, BroadPhase, HhgConfig, Inspect, UpdateStrategy};
+use spatium_benches::measure::{Steady, median, time};
 use spatium_host::make;
 use spatium_host::scenarios::{moving_cubes, varied_cubes};
 
@@ -23,23 +28,42 @@ fn main() {
     let cfg = HhgConfig::DEFAULT;
     let words = arena_cap.unwrap_or(make::VecHhg::<Aabb3>::arena_words_for(n, &cfg) * 2);
     let mut g = make::hhg::<Aabb3>(n, words, cfg);
-    let t = Instant::now();
-    for (i, b) in sc.boxes.iter().enumerate() {
-        g.insert(i as u32, *b).unwrap();
-    }
-    println!("setup {:.1} ms", t.elapsed().as_secs_f64() * 1e3);
-    for step in 0..5 {
+    let ((), setup) = time(|| {
+        for (i, b) in sc.boxes.iter().enumerate() {
+            g.insert(i as u32, *b).unwrap();
+        }
+    });
+    println!("setup {:.1} ms CPU", setup.cpu_ms());
+    let steady = Steady::PAPER;
+    let mut update = Vec::new();
+    let mut detect = Vec::new();
+    for step in 0..steady.steps() {
         sc.step();
-        let t = Instant::now();
-        g.update_all(&sc.boxes, UpdateStrategy::Incremental)
-            .unwrap();
-        let tu = t.elapsed().as_secs_f64() * 1e3;
-        let t = Instant::now();
-        let mut pairs = 0usize;
-        g.for_each_overlap(|_, _| pairs += 1).unwrap();
-        let td = t.elapsed().as_secs_f64() * 1e3;
-        println!("step {step}: update {tu:.1} ms, detect {td:.1} ms, pairs {pairs}");
+        let ((), tu) = time(|| {
+            g.update_all(&sc.boxes, UpdateStrategy::Incremental)
+                .unwrap()
+        });
+        let (pairs, td) = time(|| {
+            let mut pairs = 0usize;
+            g.for_each_overlap(|_, _| pairs += 1).unwrap();
+            pairs
+        });
+        println!(
+            "step {step}: update {:.1} ms, detect {:.1} ms CPU, pairs {pairs}",
+            tu.cpu_ms(),
+            td.cpu_ms()
+        );
+        if step >= steady.skip {
+            update.push(tu.cpu_ms());
+            detect.push(td.cpu_ms());
+        }
     }
+    println!(
+        "{}: update {:.1} ms, detect {:.1} ms CPU",
+        steady.describe(),
+        median(&update),
+        median(&detect)
+    );
     let st = g.stats();
     for gs in &st.grid[..st.grids] {
         println!("{gs:?}");

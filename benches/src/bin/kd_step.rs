@@ -1,16 +1,17 @@
 //! Quick per-phase probe of the linear kd-tree on uniformly placed spheres
 //! (the setting of Poirrier's Table 1) — a development aid; `kd_report` is
-//! the reference.
+//! the reference. Build and sweeps in thread CPU time
+//! ([`spatium_benches::measure::time`]); the build's phases by CPU-time
+//! marks inside it ([`spatium_benches::measure::Stopwatch`]).
 //!
 //! ```text
 //! cargo run --release -p spatium-benches --bin kd_step -- N [density] [u32|u64] [gain|none] [bits]
 //! ```
 
-use std::time::Instant;
-
 use spatium::Inspect;
 use spatium::kdtree::{BuildPhase, Candidates, KdConfig, KdRecord, LinearKdTree, LocCode, Split};
 use spatium::{Aabb3, Vec3};
+use spatium_benches::measure::{Stopwatch, median, time};
 use spatium_host::rng::Rng;
 
 fn spheres(n: usize, d: f64, seed: u64) -> Vec<Aabb3> {
@@ -39,29 +40,26 @@ fn run<K: LocCode>(boxes: &[Aabb3], config: KdConfig<Aabb3>) {
         vec![KdRecord::<K>::EMPTY; 8 * n],
         config,
     );
+    let mut builds = Vec::new();
     for rep in 0..3 {
-        let t0 = Instant::now();
+        let t0 = Stopwatch::start();
         let mut marks = Vec::new();
-        t.build_observed(boxes, |p| marks.push((p, t0.elapsed())))
-            .expect("build");
-        let built = t0.elapsed();
-        let raw = t.count_raw();
-        let swept = t0.elapsed();
-        let mut exact = 0u64;
-        t.for_each_candidate_pair(boxes, Candidates::Exact, |_, _| exact += 1)
-            .expect("sweep");
-        let ex = t0.elapsed();
-        let ms = |d: core::time::Duration| d.as_secs_f64() * 1e3;
-        let phase = |p: BuildPhase| {
-            marks
-                .iter()
-                .find(|m| m.0 == p)
-                .map(|m| ms(m.1))
-                .unwrap_or(0.0)
-        };
+        let ((), built) = time(|| {
+            t.build_observed(boxes, |p| marks.push((p, t0.elapsed().cpu_ms())))
+                .expect("build")
+        });
+        builds.push(built.cpu_ms());
+        let (raw, swept) = time(|| t.count_raw());
+        let (exact, ex) = time(|| {
+            let mut exact = 0u64;
+            t.for_each_candidate_pair(boxes, Candidates::Exact, |_, _| exact += 1)
+                .expect("sweep");
+            exact
+        });
+        let phase = |p: BuildPhase| marks.iter().find(|m| m.0 == p).map(|m| m.1).unwrap_or(0.0);
         let s = t.stats();
         println!(
-            "rep {rep}: K=u{} bits {} records {:.2}/elem split {} | validate {:.1} codes {:.1} sort {:.1} (passes {}) build {:.1} ms | raw sweep {:.1} ms ({} = {:.1}/elem) | exact sweep {:.1} ms ({} pairs)",
+            "rep {rep}: K=u{} bits {} records {:.2}/elem split {} | validate {:.1} codes {:.1} sort {:.1} (passes {}) | CPU: build {:.1} ms | raw sweep {:.1} ms ({} = {:.1}/elem) | exact sweep {:.1} ms ({} pairs)",
             K::BITS,
             s.bits_per_axis,
             s.records as f64 / n as f64,
@@ -70,14 +68,15 @@ fn run<K: LocCode>(boxes: &[Aabb3], config: KdConfig<Aabb3>) {
             phase(BuildPhase::Coded) - phase(BuildPhase::Validated),
             phase(BuildPhase::Sorted) - phase(BuildPhase::Coded),
             s.sort_passes,
-            ms(built),
-            ms(swept - built),
+            built.cpu_ms(),
+            swept.cpu_ms(),
             raw,
             raw as f64 / n as f64,
-            ms(ex - swept),
+            ex.cpu_ms(),
             exact
         );
     }
+    println!("median build {:.1} ms CPU", median(&builds));
 }
 
 fn main() {
