@@ -69,10 +69,22 @@ impl<P: Point> Grid<P> {
         table_len: usize,
         capacity: usize,
     ) -> Result<Self, Error> {
+        Self::fit_bounds(radius, positions, table_len, capacity).map(|(g, _, _)| g)
+    }
+
+    /// As [`fit`](Self::fit), also returning the corners of the positions'
+    /// bounding box (both `ZERO` without positions).
+    #[inline(always)]
+    pub(crate) fn fit_bounds(
+        radius: f32,
+        positions: &[P],
+        table_len: usize,
+        capacity: usize,
+    ) -> Result<(Self, P, P), Error> {
         // Radius, table and count are refused before the positions are read.
         let mut grid = Self::new(radius, P::ZERO, table_len)?;
         let Some(&first) = positions.first() else {
-            return Ok(grid);
+            return Ok((grid, P::ZERO, P::ZERO));
         };
         if positions.len() > capacity {
             return Err(Error::CapacityExceeded { capacity });
@@ -92,7 +104,7 @@ impl<P: Point> Grid<P> {
         // bound every point.
         grid.cell(lo)?;
         grid.cell(hi)?;
-        Ok(grid)
+        Ok((grid, lo, hi))
     }
 
     /// The search radius.

@@ -647,6 +647,80 @@ fn counting_sort<P: Point>(
     true
 }
 
+/// The cells of the input's bounding box, numbered densely in row-major
+/// order, when there are no more of them than table slots: the table then
+/// serves as a direct-mapped count array (no hashing, no probing, no sort of
+/// the cells), the common case of a fluid filling its box.
+struct DenseBox {
+    lo: [i32; 3],
+    ext: [usize; 3],
+    cells: usize,
+}
+
+impl DenseBox {
+    fn new<P: Point>(grid: &Grid<P>, lo: P, hi: P, table_len: usize) -> Option<Self> {
+        let (cl, ch) = (grid.cell_unchecked(lo), grid.cell_unchecked(hi));
+        let mut out = Self {
+            lo: [0; 3],
+            ext: [1; 3],
+            cells: 1,
+        };
+        for k in 0..P::DIM.min(3) {
+            out.lo[k] = P::cell_coord(cl, k);
+            out.ext[k] = (P::cell_coord(ch, k) - out.lo[k]) as usize + 1;
+            out.cells = out.cells.checked_mul(out.ext[k])?;
+        }
+        (out.cells <= table_len).then_some(out)
+    }
+
+    /// Dense number of a cell of the box (x fastest).
+    #[inline(always)]
+    fn index<P: Point>(&self, c: P::Cell) -> usize {
+        let mut d = 0usize;
+        for k in (0..P::DIM.min(3)).rev() {
+            d = d * self.ext[k] + (P::cell_coord(c, k) - self.lo[k]) as usize;
+        }
+        d
+    }
+
+    /// Counting sort of `positions` by dense cell through the first `cells`
+    /// slots of `table` (left with stamp 0, i.e. empty); on return `parts`
+    /// holds them in cell order and `records[i].rank` the sorted position of
+    /// particle `i`.
+    fn sort<P: Point>(
+        &self,
+        grid: &Grid<P>,
+        positions: &[P],
+        table: &mut [TableSlot],
+        parts: &mut [SortedParticle<P>],
+        records: &mut [CellRecord<P>],
+    ) {
+        let counts = &mut table[..self.cells];
+        counts.fill(TableSlot::EMPTY);
+        for (&p, rec) in positions.iter().zip(records.iter_mut()) {
+            let d = self.index::<P>(grid.cell_unchecked(p));
+            counts[d].slot += 1;
+            rec.rank = d as u32;
+        }
+        let mut total = 0u32;
+        for c in counts.iter_mut() {
+            let n = c.slot;
+            c.slot = total;
+            total += n;
+        }
+        for (i, (&p, rec)) in positions.iter().zip(records.iter_mut()).enumerate() {
+            let c = &mut counts[rec.rank as usize];
+            let k = c.slot;
+            c.slot = k + 1;
+            parts[k as usize] = SortedParticle {
+                pos: p,
+                id: i as u32,
+            };
+            rec.rank = k;
+        }
+    }
+}
+
 /// Sorts by (row key of the cell, id): the one sort of the build (one
 /// instantiation, which matters in firmware).
 #[inline(never)]
@@ -703,7 +777,7 @@ where
     C: Storage<CellRecord<P>>,
 {
     fn build(&mut self, positions: &[P], radius: f32) -> Result<(), Error> {
-        let grid = Grid::fit(
+        let (grid, lo, hi) = Grid::fit_bounds(
             radius,
             positions,
             self.table.as_ref().len(),
@@ -717,7 +791,10 @@ where
         let (runs, identity) = match copy_if_sorted(&grid, positions, parts, records) {
             Some(runs) => (runs, true),
             None => {
-                if !counting_sort(&grid, positions, table, &mut self.stamp, parts, records) {
+                let dense = DenseBox::new(&grid, lo, hi, table.len());
+                if let Some(d) = dense {
+                    d.sort(&grid, positions, table, parts, records);
+                } else if !counting_sort(&grid, positions, table, &mut self.stamp, parts, records) {
                     comparison_sort(&grid, positions, parts, records);
                 }
                 (mark_runs(&grid, parts, records), false)
