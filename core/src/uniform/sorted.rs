@@ -533,8 +533,8 @@ where
     }
 }
 
-/// Copies `positions` if they are already in cell order and marks the runs;
-/// returns the number of runs, or `None` at the first particle
+/// Copies `positions` if they are already in cell order, marking the runs
+/// as it goes; returns the number of runs, or `None` at the first particle
 /// out of order (the buffers then hold garbage the sort overwrites).
 fn copy_if_sorted<P: Point>(
     grid: &Grid<P>,
@@ -543,26 +543,26 @@ fn copy_if_sorted<P: Point>(
     records: &mut [CellRecord<P>],
 ) -> Option<usize> {
     let mut prev = None;
-    for (i, (&p, (sp, rec))) in positions
-        .iter()
-        .zip(parts.iter_mut().zip(records.iter_mut()))
-        .enumerate()
-    {
+    let mut runs = 0usize;
+    for (i, (&p, sp)) in positions.iter().zip(parts.iter_mut()).enumerate() {
         let k = P::cell_row_key(grid.cell_unchecked(p));
         match prev {
             Some(q) if q == k => {}
             Some(q) if q > k => return None,
-            _ => prev = Some(k),
+            _ => {
+                prev = Some(k);
+                // Run `runs <= i`: its `start` field, beside the ranks.
+                records[runs].start = i as u32;
+                runs += 1;
+            }
         }
         *sp = SortedParticle {
             pos: p,
             id: i as u32,
         };
-        rec.rank = i as u32;
+        records[i].rank = i as u32;
     }
-    // Run starts, written after the pass (a run's record may be a later
-    // particle's, whose rank the loop writes).
-    Some(mark_runs(grid, parts, records))
+    Some(runs)
 }
 
 /// Counting sort of `positions` by cell through `table` (open addressing,
