@@ -152,6 +152,31 @@ pub trait NeighborSearch<P: Point> {
         crate::csr::shift_back(offsets);
         Ok(total)
     }
+
+    /// Writes the ids of the stored particles in the structure's own
+    /// storage order into `order[..len()]`, a permutation of `0..len()`.
+    /// Renumbering the caller's per-particle data in this order (new id `k`
+    /// = old id `order[k]`) makes the structure's sweeps and the caller's
+    /// arrays run in step, and a structure that sorts its input
+    /// ([`crate::uniform::CellSortedHash`]: cells in row-major order) then
+    /// finds the next build's input already sorted and copies it.
+    /// Structures that keep their input order, or whose storage order is not
+    /// spatial (brute force, the bucketed and linked hashes, hierarchical
+    /// and multilevel hashing), write `0..len()`: this default.
+    ///
+    /// # Errors
+    /// [`Error::BufferTooSmall`] if `order` is shorter than `len()`.
+    fn spatial_order(&self, order: &mut [u32]) -> Result<(), Error> {
+        let n = self.len();
+        let available = order.len();
+        let out = order
+            .get_mut(..n)
+            .ok_or(Error::BufferTooSmall { needed: n, available })?;
+        for (k, o) in out.iter_mut().enumerate() {
+            *o = k as u32;
+        }
+        Ok(())
+    }
 }
 
 /// Collision broad phase over boxes with caller-chosen ids.

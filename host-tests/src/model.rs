@@ -1162,6 +1162,31 @@ impl<P: Point> SearchModel<P> {
         ensure!(bad_d2.is_none(), "pair with wrong d²: {bad_d2:?}");
         check_pairs(&raw, &self.pairs())?;
         let _ = self.check_lists(t, BufLen::Exact, BufLen::Exact)?;
+        // spatial_order: a permutation of the ids; a short buffer refused.
+        let mut order = vec![u32::MAX; n + 1];
+        t.spatial_order(&mut order)
+            .map_err(|e| format!("spatial_order: {e:?}"))?;
+        ensure!(order[n] == u32::MAX, "spatial_order wrote past len()");
+        let mut seen = vec![false; n];
+        for &i in &order[..n] {
+            ensure!(
+                (i as usize) < n && !std::mem::replace(&mut seen[i as usize], true),
+                "spatial_order is not a permutation: {:?}",
+                &order[..n]
+            );
+        }
+        if n > 0 {
+            let short = t.spatial_order(&mut order[..n - 1]);
+            ensure!(
+                short
+                    == Err(Error::BufferTooSmall {
+                        needed: n,
+                        available: n - 1
+                    }),
+                "spatial_order into {} slots: {short:?}",
+                n - 1
+            );
+        }
         Ok(())
     }
 

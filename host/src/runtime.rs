@@ -235,6 +235,14 @@ impl<P: Point> NeighborSearch<P> for AnySearch<P> {
     fn for_each_pair<F: FnMut(u32, u32, f32)>(&self, f: F) {
         with_search!(self, s => NeighborSearch::for_each_pair(s, f))
     }
+
+    fn neighbor_lists(&self, offsets: &mut [u32], indices: &mut [u32]) -> Result<usize, Error> {
+        with_search!(self, s => NeighborSearch::neighbor_lists(s, offsets, indices))
+    }
+
+    fn spatial_order(&self, order: &mut [u32]) -> Result<(), Error> {
+        with_search!(self, s => NeighborSearch::spatial_order(s, order))
+    }
 }
 
 /// A broad phase over `Vec`s, chosen at run time.

@@ -105,7 +105,7 @@ impl<P: Point> CellRecord<P> {
 ///
 /// A build sorts in `O(N)`:
 /// * input already in cell order (the previous build's, or renumbered by the
-///   caller with [`spatial_order`](Self::spatial_order)) is copied in one
+///   caller with [`NeighborSearch::spatial_order`]) is copied in one
 ///   pass;
 /// * other input is counting-sorted through the table (open addressing,
 ///   linear probing, at most one occupied cell per two slots): one pass
@@ -387,15 +387,6 @@ where
     /// The particles in cell order.
     pub fn sorted(&self) -> &[SortedParticle<P>] {
         &self.particles.as_ref()[..self.len as usize]
-    }
-
-    /// The structure's spatial order: the ids of the last build's input in
-    /// the order the structure stores them (cells in row-major order, input
-    /// order within a cell). Renumbering the caller's data in this order
-    /// (see [`reorder`](Self::reorder)) makes the next build a single copy
-    /// and every sweep read the caller's arrays sequentially too.
-    pub fn spatial_order(&self) -> impl ExactSizeIterator<Item = u32> + '_ {
-        self.sorted().iter().map(|sp| sp.id)
     }
 
     /// `true` when the last build found its input already in cell order
@@ -851,6 +842,21 @@ where
         let c = self.grid.cell_unchecked(p);
         for &d in P::STENCIL {
             self.scan_cell(&v, p, P::cell_add(c, d), k, &mut f);
+        }
+        Ok(())
+    }
+
+    /// The ids in cell order (cells row-major, input order within a cell):
+    /// `sorted()[k].id()`.
+    fn spatial_order(&self, order: &mut [u32]) -> Result<(), Error> {
+        let parts = self.sorted();
+        let available = order.len();
+        let out = order.get_mut(..parts.len()).ok_or(Error::BufferTooSmall {
+            needed: parts.len(),
+            available,
+        })?;
+        for (o, sp) in out.iter_mut().zip(parts) {
+            *o = sp.id;
         }
         Ok(())
     }
