@@ -353,7 +353,7 @@ pub fn run(mut report: impl FnMut(Figure)) {
             "HierarchicalHashGrid for_each_pair",
             "HierarchicalHashGrid query",
         ],
-        [(1024, 1024), (512, 256), (512, 256), (256, 256)],
+        [(1024, 1024), (512, 256), (768, 512), (256, 256)],
         hhg,
         &mut b,
     );
