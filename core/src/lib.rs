@@ -20,7 +20,7 @@
 //! | [`uniform::LinkedHash`] | `8T + 32N` | `8T + 24N` |
 //! | [`BruteForceNeighbors`] | `12N` | `8N` |
 //! | [`BruteForceBroadPhase`] | `32C` | `24C` |
-//! | [`HierarchicalHashGrid`] | `44C + 4A` | `36C + 4A` |
+//! | [`HierarchicalHashGrid`] | `76C + 4A` | `60C + 4A` |
 //! | [`kdtree::LinearKdTree`] | `2R · r` | `2R · r` |
 //! | [`kdtree::KdBroadPhase`] | `24C + 2R · r` | `16C + 2R · r` |
 //! | [`hhash::HierarchicalHash`], [`hhash::MultilevelHash`] | `40C + 8T + 8E + 12N` | `32C + 8T + 8E + 8N` |

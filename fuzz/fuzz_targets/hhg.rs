@@ -53,7 +53,7 @@ const LEVELS_ABOVE: i32 = 14;
 /// and of the cell sizes).
 const TOL: f64 = 1e-4;
 
-type Hhg<B> = HierarchicalHashGrid<B, Vec<HhgSlot<B>>, Vec<HhgRecord>, Vec<u32>>;
+type Hhg<B> = HierarchicalHashGrid<B, Vec<HhgSlot<B>>, Vec<HhgRecord<B>>, Vec<u32>>;
 
 // ---------------------------------------------------------------------------
 // Input
@@ -378,7 +378,7 @@ impl<B: TestBox> World<B> {
         if self.arena < min_grid {
             assert_eq!(st.grids, 0, "{c}");
         }
-        let bytes = CAP * (size_of::<HhgSlot<B>>() + size_of::<HhgRecord>())
+        let bytes = CAP * (size_of::<HhgSlot<B>>() + size_of::<HhgRecord<B>>())
             + self.arena * 4
             + size_of::<Hhg<B>>();
         assert_eq!(st.bytes_total, bytes, "{c}");

@@ -79,7 +79,7 @@ struct Input {
 }
 
 type Hash<P> = CellSortedHash<P, Vec<TableSlot>, Vec<SortedParticle<P>>, Vec<CellRecord<P>>>;
-type Grid<B> = HierarchicalHashGrid<B, Vec<HhgSlot<B>>, Vec<HhgRecord>, Vec<u32>>;
+type Grid<B> = HierarchicalHashGrid<B, Vec<HhgSlot<B>>, Vec<HhgRecord<B>>, Vec<u32>>;
 
 fn at<P: Point>(c: [f32; 3]) -> P {
     P::from_fn(|k| c[k])

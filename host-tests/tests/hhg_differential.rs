@@ -517,13 +517,14 @@ fn growth_keeps_density_and_saturation_is_reported() {
 
 #[test]
 fn fixed_arrays_work_without_an_allocator() {
-    let mut g: HierarchicalHashGrid<Aabb2, [HhgSlot<Aabb2>; 64], [HhgRecord; 64], [u32; 2048]> =
-        HierarchicalHashGrid::new(
-            [HhgSlot::EMPTY; 64],
-            [HhgRecord::EMPTY; 64],
-            [0; 2048],
-            HhgConfig::DEFAULT,
-        );
+    type Fixed =
+        HierarchicalHashGrid<Aabb2, [HhgSlot<Aabb2>; 64], [HhgRecord<Aabb2>; 64], [u32; 2048]>;
+    let mut g: Fixed = HierarchicalHashGrid::new(
+        [HhgSlot::EMPTY; 64],
+        [HhgRecord::EMPTY; 64],
+        [0; 2048],
+        HhgConfig::DEFAULT,
+    );
     let mut rng = Rng::new(1);
     let boxes: Vec<Aabb2> = (0..64)
         .map(|_| {
@@ -543,10 +544,11 @@ fn fixed_arrays_work_without_an_allocator() {
 fn memory_formula() {
     assert_eq!(core::mem::size_of::<HhgSlot<Aabb3>>(), 36);
     assert_eq!(core::mem::size_of::<HhgSlot<Aabb2>>(), 28);
-    assert_eq!(core::mem::size_of::<HhgRecord>(), 8);
+    assert_eq!(core::mem::size_of::<HhgRecord<Aabb3>>(), 40);
+    assert_eq!(core::mem::size_of::<HhgRecord<Aabb2>>(), 32);
     let g = make::hhg::<Aabb3>(1000, 5000, HhgConfig::DEFAULT);
     let st = g.stats();
     let me = core::mem::size_of::<VecHhg<Aabb3>>();
-    assert_eq!(st.bytes_total, 1000 * 44 + 5000 * 4 + me);
+    assert_eq!(st.bytes_total, 1000 * 76 + 5000 * 4 + me);
     assert!(me < 3072, "struct is {me} bytes");
 }

@@ -45,7 +45,7 @@ pub fn brute_slots<B: BoundingBox>(capacity: usize) -> Vec<BruteSlot<B>> {
 }
 
 /// Hierarchical hash grid over `Vec`s.
-pub type VecHhg<B> = HierarchicalHashGrid<B, Vec<HhgSlot<B>>, Vec<HhgRecord>, Vec<u32>>;
+pub type VecHhg<B> = HierarchicalHashGrid<B, Vec<HhgSlot<B>>, Vec<HhgRecord<B>>, Vec<u32>>;
 
 /// A hierarchical hash grid for `capacity` ids with an arena of `arena`
 /// words.

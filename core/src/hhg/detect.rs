@@ -9,7 +9,7 @@ use crate::storage::Storage;
 #[cfg(doc)]
 use crate::traits::BroadPhase;
 
-impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u32>>
+impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord<B>>, A: Storage<u32>>
     HierarchicalHashGrid<B, S, R, A>
 {
     /// Calls `f` for every stored bounded box of the grids and the flat array.
@@ -84,49 +84,79 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u
         &self.arena.as_ref()[lv.base + Self::class(lv, local) * st..][..st]
     }
 
-    /// Reports box `a` against every overlapping box of the list at `b`.
-    #[inline(always)]
-    pub(super) fn against_list<F: FnMut(u32, u32)>(&self, a: u32, ba: &B, mut b: u32, f: &mut F) {
+    /// Refreshes the packed copy: the boxes of every occupied cell, with
+    /// their ids, into consecutive record elements in record order, each
+    /// record's `start` at its cell's first entry, a cell's boxes in list
+    /// order. Returns the number of entries. `O(n)`; the only pass of
+    /// detection that reads the slots (one per box, in cell order).
+    pub(super) fn pack(&mut self) -> u32 {
         let slots = self.slots.as_ref();
-        while b != NONE {
-            let sb = &slots[b as usize];
-            if ba.overlaps(&sb.aabb) {
-                f(a, b);
+        let recs = self.recs.as_mut();
+        let mut j = 0usize;
+        for p in 0..self.nrec as usize {
+            recs[p].start = j as u32;
+            let mut a = recs[p].head;
+            while a != NONE {
+                let s = &slots[a as usize];
+                let e = &mut recs[j];
+                e.id = a;
+                e.aabb = s.aabb;
+                j += 1;
+                a = s.next;
             }
-            b = sb.next;
+        }
+        j as u32
+    }
+
+    /// The packed entries of record `q` (of `total` entries in all).
+    #[inline]
+    fn run(&self, q: usize, total: u32) -> &[HhgRecord<B>] {
+        let recs = self.recs.as_ref();
+        let s = recs[q].start as usize;
+        let e = match recs[..self.nrec as usize].get(q + 1) {
+            Some(r) => r.start,
+            None => total,
+        };
+        &recs[s..e as usize]
+    }
+
+    /// Reports every overlapping pair of packed entries `a × b`.
+    #[inline]
+    fn runs<F: FnMut(u32, u32)>(a: &[HhgRecord<B>], b: &[HhgRecord<B>], f: &mut F) {
+        for ea in a {
+            for eb in b {
+                if ea.aabb.overlaps(&eb.aabb) {
+                    f(ea.id, eb.id);
+                }
+            }
         }
     }
 
-    /// Pairs of the grids (Algorithm 4).
-    pub(super) fn grid_pairs<F: FnMut(u32, u32)>(&self, f: &mut F) {
-        let slots = self.slots.as_ref();
+    /// Pairs of the grids (Algorithm 4), over the packed copy of `total`
+    /// entries that [`pack`](Self::pack) has just made.
+    pub(super) fn grid_pairs<F: FnMut(u32, u32)>(&self, total: u32, f: &mut F) {
         let recs = self.recs.as_ref();
-        for r in &recs[..self.nrec as usize] {
+        for (p, r) in recs[..self.nrec as usize].iter().enumerate() {
             let k = r.key;
             let i = (k >> LOCAL_BITS) as usize;
             let local = k & LOCAL_MASK;
             let lv = &self.levels[i];
             let cells = self.cells(lv);
-            let head = r.head;
+            let own = self.run(p, total);
             // Inside the cell.
-            let mut a = head;
-            while a != NONE {
-                let sa = &slots[a as usize];
-                self.against_list(a, &sa.aabb, sa.next, f);
-                a = sa.next;
+            for (x, ea) in own.iter().enumerate() {
+                Self::runs(core::slice::from_ref(ea), &own[x + 1..], f);
             }
             // Forward half of the neighbours.
-            for &off in &self.row(lv, local)[1..=Self::HALF] {
-                let q = cells[local.wrapping_add(off) as usize];
-                if q == NONE {
-                    continue;
-                }
-                let nb = recs[q as usize].head;
-                let mut a = head;
-                while a != NONE {
-                    let sa = &slots[a as usize];
-                    self.against_list(a, &sa.aabb, nb, f);
-                    a = sa.next;
+            // The cell words first, so that their loads overlap instead of
+            // waiting behind each occupied neighbour's tests.
+            let mut qs = [NONE; 13]; // the 3D half stencil (2D: 4)
+            for (q, &off) in qs.iter_mut().zip(&self.row(lv, local)[1..=Self::HALF]) {
+                *q = cells[local.wrapping_add(off) as usize];
+            }
+            for &q in &qs[..Self::HALF] {
+                if q != NONE {
+                    Self::runs(own, self.run(q as usize, total), f);
                 }
             }
             // Every grid with larger cells.
@@ -134,24 +164,22 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u
             if larger == 0 {
                 continue;
             }
-            let mut a = head;
-            while a != NONE {
-                let sa = &slots[a as usize];
+            for ea in own {
                 let mut m = larger;
                 while m != 0 {
                     let h = m.trailing_zeros() as usize;
                     m &= m - 1;
                     let lh = &self.levels[h];
-                    let hl = Self::local(lh, sa.aabb.min());
+                    let hl = Self::local(lh, ea.aabb.min());
                     let hcells = self.cells(lh);
                     for &off in self.row(lh, hl) {
                         let q = hcells[hl.wrapping_add(off) as usize];
                         if q != NONE {
-                            self.against_list(a, &sa.aabb, recs[q as usize].head, f);
+                            let other = self.run(q as usize, total);
+                            Self::runs(core::slice::from_ref(ea), other, f);
                         }
                     }
                 }
-                a = sa.next;
             }
         }
     }
@@ -227,7 +255,8 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u
             if self.unsorted as u64 * 8 > self.nrec as u64 {
                 self.sort_records();
             }
-            self.grid_pairs(f);
+            let total = self.pack();
+            self.grid_pairs(total, f);
         } else {
             let slots = self.slots.as_ref();
             let recs = self.recs.as_ref();

@@ -12,8 +12,8 @@ use crate::geom::BoundingBox;
 use crate::storage::Storage;
 use crate::traits::BroadPhase;
 
-impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u32>> BroadPhase<B>
-    for HierarchicalHashGrid<B, S, R, A>
+impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord<B>>, A: Storage<u32>>
+    BroadPhase<B> for HierarchicalHashGrid<B, S, R, A>
 {
     /// The slot buffer's length (at most 2³¹ − 1). `O(1)`.
     fn capacity(&self) -> usize {

@@ -55,13 +55,13 @@ pub struct HhgStats {
     pub bytes_total: usize,
 }
 
-impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u32>> Inspect
+impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord<B>>, A: Storage<u32>> Inspect
     for HierarchicalHashGrid<B, S, R, A>
 {
     type Stats = HhgStats;
 
-    /// The slot, record and arena buffers: `44C + 4A` bytes in 3D,
-    /// `36C + 4A` in 2D when the record buffer is as long as the slot
+    /// The slot, record and arena buffers: `76C + 4A` bytes in 3D,
+    /// `60C + 4A` in 2D when the record buffer is as long as the slot
     /// buffer (`C` ids, `A` arena words). `O(1)`.
     fn memory_bytes(&self) -> usize {
         core::mem::size_of_val(self.slots.as_ref())
@@ -124,7 +124,7 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u
         }
         let slot = core::mem::size_of::<HhgSlot<B>>();
         let me = core::mem::size_of::<Self>();
-        let rec = core::mem::size_of::<HhgRecord>();
+        let rec = core::mem::size_of::<HhgRecord<B>>();
         st.bytes_used = self.len as usize * (slot + rec) + st.arena_words_used * 4 + me;
         st.bytes_total = core::mem::size_of_val(self.slots.as_ref())
             + core::mem::size_of_val(self.recs.as_ref())

@@ -11,7 +11,7 @@ use crate::storage::Storage;
 #[cfg(doc)]
 use crate::traits::BroadPhase;
 
-impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u32>>
+impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord<B>>, A: Storage<u32>>
     HierarchicalHashGrid<B, S, R, A>
 {
     // -------------------------------------------------------------- checking
@@ -449,10 +449,11 @@ mod tests {
         max: Vec3::new(1.0, 1.0, 1.0),
     };
 
+    type Grid4 =
+        HierarchicalHashGrid<Aabb3, [HhgSlot<Aabb3>; 4], [HhgRecord<Aabb3>; 4], [u32; 4096]>;
+
     /// Four ids, room for grids; flat (all-pairs) below `small_n` boxes.
-    fn grid(
-        small_n: u32,
-    ) -> HierarchicalHashGrid<Aabb3, [HhgSlot<Aabb3>; 4], [HhgRecord; 4], [u32; 4096]> {
+    fn grid(small_n: u32) -> Grid4 {
         HierarchicalHashGrid::new(
             [HhgSlot::EMPTY; 4],
             [HhgRecord::EMPTY; 4],

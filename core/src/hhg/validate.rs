@@ -9,7 +9,7 @@ use crate::error::{Corruption, Validate, ensure};
 use crate::geom::BoundingBox;
 use crate::storage::Storage;
 
-impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord>, A: Storage<u32>> Validate
+impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord<B>>, A: Storage<u32>> Validate
     for HierarchicalHashGrid<B, S, R, A>
 {
     fn validate(&self) -> Result<(), Corruption> {

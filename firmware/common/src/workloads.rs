@@ -69,7 +69,7 @@ type Sorted =
     CellSortedHash<Vec3, [TableSlot; TABLE], [SortedParticle<Vec3>; N], [CellRecord<Vec3>; N]>;
 type Bucketed = BucketHash<Vec3, [Bucket<16>; TABLE], [BucketParticle<Vec3>; N], 16>;
 type Linked = LinkedHash<Vec3, [Head; TABLE], [LinkedParticle<Vec3>; N]>;
-type Hhg = HierarchicalHashGrid<Aabb3, [HhgSlot<Aabb3>; C], [HhgRecord; C], [u32; ARENA]>;
+type Hhg = HierarchicalHashGrid<Aabb3, [HhgSlot<Aabb3>; C], [HhgRecord<Aabb3>; C], [u32; ARENA]>;
 type Kd = KdBroadPhase<Aabb3, u32, [KdSlot<Aabb3>; C], [KdRecord<u32>; 4 * C]>;
 type Tree = LinearKdTree<Aabb3, u64, [KdRecord<u64>; 8 * C]>;
 type HHash = HierarchicalHash<
@@ -146,7 +146,8 @@ type SphHash = CellSortedHash<
     [CellRecord<Vec3>; FLUID_N],
 >;
 type SphSearch = PairCache<SphHash, [NeighborPair; 24 * FLUID_N]>;
-type SphGrid = HierarchicalHashGrid<Aabb3, [HhgSlot<Aabb3>; 4], [HhgRecord; 4], [u32; 729 + 4096]>;
+type SphGrid =
+    HierarchicalHashGrid<Aabb3, [HhgSlot<Aabb3>; 4], [HhgRecord<Aabb3>; 4], [u32; 729 + 4096]>;
 type SphSolids = Obstacles<Vec3, SphGrid, [Obstacle<Vec3>; 4]>;
 
 static FLUID: ConstStaticCell<SphFluid> = ConstStaticCell::new(SphFluid::new(
@@ -352,7 +353,7 @@ pub fn run(mut report: impl FnMut(Figure)) {
             "HierarchicalHashGrid for_each_pair",
             "HierarchicalHashGrid query",
         ],
-        [(1024, 1024), (512, 256), (512, 256), (256, 256)],
+        [(1024, 1024), (512, 256), (768, 512), (256, 256)],
         hhg,
         &mut b,
     );

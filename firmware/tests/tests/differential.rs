@@ -396,8 +396,10 @@ mod tests {
 
     #[test]
     fn hierarchical_hash_grid_3d_2d() {
-        type G3 = HierarchicalHashGrid<Aabb3, [HhgSlot<Aabb3>; C], [HhgRecord; C], [u32; ARENA3]>;
-        type G2 = HierarchicalHashGrid<Aabb2, [HhgSlot<Aabb2>; C], [HhgRecord; C], [u32; ARENA2]>;
+        type G3 =
+            HierarchicalHashGrid<Aabb3, [HhgSlot<Aabb3>; C], [HhgRecord<Aabb3>; C], [u32; ARENA3]>;
+        type G2 =
+            HierarchicalHashGrid<Aabb2, [HhgSlot<Aabb2>; C], [HhgRecord<Aabb2>; C], [u32; ARENA2]>;
         static A: ConstStaticCell<G3> = ConstStaticCell::new(G3::new(
             [HhgSlot::EMPTY; C],
             [HhgRecord::EMPTY; C],
@@ -443,7 +445,8 @@ mod tests {
         // Room for one small grid only: grids saturate, boxes go up to
         // coarser grids or the unbounded container: slower, still exact.
         const SMALL: usize = 729 + 64;
-        type G = HierarchicalHashGrid<Aabb3, [HhgSlot<Aabb3>; C], [HhgRecord; C], [u32; SMALL]>;
+        type G =
+            HierarchicalHashGrid<Aabb3, [HhgSlot<Aabb3>; C], [HhgRecord<Aabb3>; C], [u32; SMALL]>;
         static A: ConstStaticCell<G> = ConstStaticCell::new(G::new(
             [HhgSlot::EMPTY; C],
             [HhgRecord::EMPTY; C],

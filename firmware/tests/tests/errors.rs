@@ -315,7 +315,8 @@ mod tests {
         static BRUTE: ConstStaticCell<BruteForceBroadPhase<Aabb3, [BruteSlot<Aabb3>; C]>> =
             ConstStaticCell::new(BruteForceBroadPhase::new([BruteSlot::EMPTY; C]));
         const ARENA: usize = 2 * (729 + 4096);
-        type G = HierarchicalHashGrid<Aabb3, [HhgSlot<Aabb3>; C], [HhgRecord; C], [u32; ARENA]>;
+        type G =
+            HierarchicalHashGrid<Aabb3, [HhgSlot<Aabb3>; C], [HhgRecord<Aabb3>; C], [u32; ARENA]>;
         // Grids from the first box on (no small-N path), so the grid code
         // sees the bad input.
         static HHG: ConstStaticCell<G> = ConstStaticCell::new(G::new(
@@ -515,9 +516,15 @@ mod tests {
         assert_eq!(size_of::<Vec2>(), 8);
         assert_eq!(size_of::<BruteSlot<Aabb3>>(), 32);
         assert_eq!(size_of::<BruteSlot<Aabb2>>(), 24);
-        // HierarchicalHashGrid: 44C + 4A / 36C + 4A.
-        assert_eq!(size_of::<HhgSlot<Aabb3>>() + size_of::<HhgRecord>(), 44);
-        assert_eq!(size_of::<HhgSlot<Aabb2>>() + size_of::<HhgRecord>(), 36);
+        // HierarchicalHashGrid: 76C + 4A / 60C + 4A.
+        assert_eq!(
+            size_of::<HhgSlot<Aabb3>>() + size_of::<HhgRecord<Aabb3>>(),
+            76
+        );
+        assert_eq!(
+            size_of::<HhgSlot<Aabb2>>() + size_of::<HhgRecord<Aabb2>>(),
+            60
+        );
         // Kd-tree records r = 8 / 16 bytes for u32 / u64 codes; KdBroadPhase
         // slots 24C / 16C.
         assert_eq!(size_of::<KdRecord<u32>>(), 8);
@@ -553,7 +560,7 @@ mod tests {
     /// and ≈ 200 bytes for the kd-tree (on a 64-bit host).
     #[test]
     fn struct_overheads_on_thumbv7em() {
-        type G = HierarchicalHashGrid<Aabb3, [HhgSlot<Aabb3>; 0], [HhgRecord; 0], [u32; 0]>;
+        type G = HierarchicalHashGrid<Aabb3, [HhgSlot<Aabb3>; 0], [HhgRecord<Aabb3>; 0], [u32; 0]>;
         type T = LinearKdTree<Aabb3, u64, [KdRecord<u64>; 0]>;
         let g = size_of::<G>();
         let t = size_of::<T>();

@@ -59,7 +59,8 @@ mod tests {
         CellSortedHash<Vec3, [TableSlot; 1024], [SortedParticle<Vec3>; N], [CellRecord<Vec3>; N]>;
     type Search = PairCache<Hash, [NeighborPair; 24 * N]>;
     const ARENA: usize = 2 * (729 + 4096);
-    type Grid = HierarchicalHashGrid<Aabb3, [HhgSlot<Aabb3>; 4], [HhgRecord; 4], [u32; ARENA]>;
+    type Grid =
+        HierarchicalHashGrid<Aabb3, [HhgSlot<Aabb3>; 4], [HhgRecord<Aabb3>; 4], [u32; ARENA]>;
     type Solids = Obstacles<Vec3, Grid, [Obstacle<Vec3>; 4]>;
 
     static FLUID: ConstStaticCell<F> = ConstStaticCell::new(F::new(

@@ -248,7 +248,8 @@ mod tests {
     /// their offset tables (room for the scene's few size classes).
     const ARENA: usize = 4 * (729 + 4096);
 
-    type Hhg = HierarchicalHashGrid<Aabb3, [HhgSlot<Aabb3>; C], [HhgRecord; C], [u32; ARENA]>;
+    type Hhg =
+        HierarchicalHashGrid<Aabb3, [HhgSlot<Aabb3>; C], [HhgRecord<Aabb3>; C], [u32; ARENA]>;
 
     #[test]
     fn hierarchical_hash_grid() {

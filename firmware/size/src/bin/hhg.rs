@@ -21,7 +21,8 @@ const ARENA: usize = 2 * (729 + 512);
 
 // One `static` per buffer: the arena (all zeros) goes to `.bss`.
 static SLOTS: ConstStaticCell<[HhgSlot<Aabb3>; C]> = ConstStaticCell::new([HhgSlot::EMPTY; C]);
-static RECORDS: ConstStaticCell<[HhgRecord; C]> = ConstStaticCell::new([HhgRecord::EMPTY; C]);
+static RECORDS: ConstStaticCell<[HhgRecord<Aabb3>; C]> =
+    ConstStaticCell::new([HhgRecord::EMPTY; C]);
 static ARENA_WORDS: ConstStaticCell<[u32; ARENA]> = ConstStaticCell::new([0; ARENA]);
 static BOXES: ConstStaticCell<[Aabb3; C]> = ConstStaticCell::new(
     [Aabb3 {

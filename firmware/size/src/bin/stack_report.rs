@@ -41,7 +41,7 @@ fn main() -> ! {
     println!("struct sizes outside the buffers (32-bit target)");
     type Sorted =
         CellSortedHash<Vec3, [TableSlot; 0], [SortedParticle<Vec3>; 0], [CellRecord<Vec3>; 0]>;
-    type Hhg = HierarchicalHashGrid<Aabb3, [HhgSlot<Aabb3>; 0], [HhgRecord; 0], [u32; 0]>;
+    type Hhg = HierarchicalHashGrid<Aabb3, [HhgSlot<Aabb3>; 0], [HhgRecord<Aabb3>; 0], [u32; 0]>;
     type Tree = LinearKdTree<Aabb3, u64, [KdRecord<u64>; 0]>;
     type HHash =
         HierarchicalHash<Aabb3, [HashSlot<Aabb3>; 0], [HashBucket; 0], [HashEntry; 0], [Vec3; 0]>;
