@@ -15,6 +15,15 @@
 //! each force evaluation). Everything runs on one thread (splashsurf_lib
 //! through its sequential search only).
 //!
+//! A second group, `sph-run10/32768/STRUCTURE`, restores the snapshot
+//! (untimed) and times ten consecutive steps, reporting the time per step:
+//! the steady state of searches that keep something between steps
+//! (`spatium-sorted+skin`, a `VerletCache` whose candidates survive several
+//! builds; `spatium-sorted+order`, the fluid renumbered in the hash's own
+//! order after each step). In the one-step group such a search may reuse
+//! what the previous iteration left, which flatters it: compare them in
+//! `sph-run10`.
+//!
 //! Samples are few and short (10 samples, flat sampling, 2–3 s each), so the
 //! whole run takes about a minute after compilation. The report binary
 //! (`cargo run --release -p spatium-benches --bin report -- sph`) adds CPU
@@ -67,7 +76,52 @@ fn sph(c: &mut Criterion) {
         }
         g.finish();
     }
+    // Steady state: each iteration restores the snapshot (untimed) and times
+    // RUN consecutive steps, reporting the time per step, so that a search
+    // which keeps something from step to step (the Verlet skin's candidates,
+    // the renumbered fluid's order) is charged for its rebuilds.
+    let n = SPH_SIDE.pow(3);
+    let scene: OnceCell<SphScene> = OnceCell::new();
+    let mut g = c.benchmark_group(format!("sph-run{RUN}/{n}"));
+    g.sample_size(10)
+        .sampling_mode(SamplingMode::Flat)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(3));
+    for structure in [
+        Structure::Sorted,
+        Structure::SortedCached,
+        Structure::SortedOrdered,
+        Structure::SortedSkin,
+        Structure::Linked,
+    ] {
+        g.bench_function(structure.name(), |b| {
+            let scene = scene.get_or_init(|| {
+                SphScene::new(SPH_SIDE).unwrap_or_else(|e| panic!("the {n}-particle scene: {e}"))
+            });
+            let mut search = Search::new(structure, n);
+            let mut fluid = scene.fluid().expect("the snapshot fits its own size");
+            b.iter_custom(|iters| {
+                let mut timed = Duration::ZERO;
+                for _ in 0..iters {
+                    scene.restore(&mut fluid).expect("same size");
+                    let t = Instant::now();
+                    for _ in 0..RUN {
+                        search
+                            .step(&mut fluid, &mut ())
+                            .unwrap_or_else(|e| panic!("{structure} refused the step: {e}"));
+                    }
+                    timed += t.elapsed() / RUN;
+                    black_box(fluid.positions());
+                }
+                timed
+            });
+        });
+    }
+    g.finish();
 }
+
+/// Steps per iteration of the steady-state group `sph-run10/32768/*`.
+const RUN: u32 = 10;
 
 criterion_group!(benches, sph);
 criterion_main!(benches);

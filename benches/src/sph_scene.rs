@@ -26,7 +26,8 @@ use spatium::hhash::{ClassHash, HashBucket, HashEntry, Hierarchical, Multilevel}
 use spatium::sph::{Fluid, ParticleState, SphParams, Stage, StageTimer};
 use spatium::table::table_len;
 use spatium::{
-    Aabb3, BruteForceNeighbors, Error, NeighborPair, NeighborSearch, PairCache, Point, Vec3,
+    Aabb3, BruteForceNeighbors, CandidatePair, Error, NeighborPair, NeighborSearch, PairCache,
+    Point, Vec3, VerletCache,
 };
 use spatium_host::make::{self, VecBucket, VecCellSorted, VecClassHash, VecLinked};
 use splashsurf_lib::Aabb3d;
@@ -203,6 +204,15 @@ pub enum Structure {
     /// [`PAIRS_PER_PARTICLE`] slots per particle: the pairs are recorded once
     /// per build and replayed by the solver's three walks per evaluation.
     SortedCached,
+    /// [`Structure::Sorted`], the fluid renumbered in the hash's
+    /// `spatial_order()` after every step (`Fluid::renumber`), so the pair
+    /// passes read the particle arrays in cell order.
+    SortedOrdered,
+    /// [`Structure::Sorted`] behind `spatium::VerletCache` with a skin of
+    /// [`SKIN`]` · h`: built at `h + skin`, its candidates reused while no
+    /// particle moved more than half the skin, the pairs within `h`
+    /// recorded at every build and replayed by the three passes.
+    SortedSkin,
     /// `uniform::LinkedHash`, table `table_len(N, 2)`.
     Linked,
     /// `uniform::BucketHash` with 64 slots per bucket, table
@@ -225,9 +235,11 @@ pub enum Structure {
 
 impl Structure {
     /// Every structure, in report order.
-    pub const ALL: [Structure; 9] = [
+    pub const ALL: [Structure; 11] = [
         Structure::Sorted,
         Structure::SortedCached,
+        Structure::SortedOrdered,
+        Structure::SortedSkin,
         Structure::Linked,
         Structure::Bucket,
         Structure::Hierarchical,
@@ -242,6 +254,8 @@ impl Structure {
         match self {
             Structure::Sorted => "spatium-sorted",
             Structure::SortedCached => "spatium-sorted+cache",
+            Structure::SortedOrdered => "spatium-sorted+order",
+            Structure::SortedSkin => "spatium-sorted+skin",
             Structure::Linked => "spatium-linked",
             Structure::Bucket => "spatium-bucket64",
             Structure::Hierarchical => "spatium-hierarchical",
@@ -282,6 +296,10 @@ pub enum Search {
     Sorted(Box<VecCellSorted<Vec3>>),
     /// See [`Structure::SortedCached`].
     SortedCached(Box<Cached<VecCellSorted<Vec3>>>),
+    /// See [`Structure::SortedOrdered`].
+    SortedOrdered(Box<VecCellSorted<Vec3>>),
+    /// See [`Structure::SortedSkin`].
+    SortedSkin(Box<Skinned<VecCellSorted<Vec3>>>),
     /// See [`Structure::Linked`].
     Linked(Box<VecLinked<Vec3>>),
     /// See [`Structure::Bucket`].
@@ -310,6 +328,8 @@ macro_rules! with_search {
         match $search {
             Search::Sorted($h) => $body,
             Search::SortedCached($h) => $body,
+            Search::SortedOrdered($h) => $body,
+            Search::SortedSkin($h) => $body,
             Search::Linked($h) => $body,
             Search::Bucket($h) => $body,
             Search::Hierarchical($h) => $body,
@@ -342,6 +362,12 @@ impl Search {
             Structure::SortedCached => {
                 Search::SortedCached(Box::new(cached(make::cell_sorted(n, table), n)))
             }
+            Structure::SortedOrdered => {
+                Search::SortedOrdered(Box::new(make::cell_sorted(n, table)))
+            }
+            Structure::SortedSkin => {
+                Search::SortedSkin(Box::new(skinned(make::cell_sorted(n, table), n)))
+            }
             Structure::Linked => Search::Linked(Box::new(make::linked(n, table))),
             Structure::Bucket => Search::Bucket(Box::new(make::bucketed(n, table))),
             Structure::Hierarchical => Search::Hierarchical(class_hash(n, table)),
@@ -361,6 +387,8 @@ impl Search {
         match self {
             Search::Sorted(_) => Structure::Sorted,
             Search::SortedCached(_) => Structure::SortedCached,
+            Search::SortedOrdered(_) => Structure::SortedOrdered,
+            Search::SortedSkin(_) => Structure::SortedSkin,
             Search::Linked(_) => Structure::Linked,
             Search::Bucket(_) => Structure::Bucket,
             Search::Hierarchical(_) => Structure::Hierarchical,
@@ -382,6 +410,13 @@ impl Search {
         fluid: &mut VecFluid,
         timer: &mut T,
     ) -> Result<(), Error> {
+        if let Search::SortedOrdered(h) = self {
+            fluid.step(h.as_mut(), &mut (), timer)?;
+            if !h.input_was_sorted() {
+                fluid.renumber(h.spatial_order())?;
+            }
+            return Ok(());
+        }
         with_search!(self, h => fluid.step(h.as_mut(), &mut (), timer))
     }
 
@@ -410,6 +445,28 @@ pub type Cached<N> = PairCache<N, Vec<NeighborPair>>;
 /// `inner` behind a pair cache sized for `n` particles.
 fn cached<N>(inner: N, n: usize) -> Cached<N> {
     PairCache::new(inner, vec![NeighborPair::EMPTY; PAIRS_PER_PARTICLE * n])
+}
+
+/// The Verlet skin of [`Structure::SortedSkin`], in units of `h`.
+pub const SKIN: f32 = 0.25;
+
+/// Candidate slots per particle of [`Structure::SortedSkin`]: about
+/// `(1 + SKIN)³ ≈ 2` times the pairs.
+pub const CANDIDATES_PER_PARTICLE: usize = 64;
+
+/// A search behind `spatium::VerletCache` over `Vec`s.
+pub type Skinned<N> = VerletCache<N, Vec<Vec3>, Vec<CandidatePair>, Vec<NeighborPair>>;
+
+/// `inner` behind a Verlet skin of [`SKIN`]` · h` (the seed preset's `h` at
+/// [`SPH_SPACING`]), sized for `n` particles.
+fn skinned<N>(inner: N, n: usize) -> Skinned<N> {
+    VerletCache::new(
+        inner,
+        vec![Vec3::ZERO; n],
+        vec![[0, 0]; CANDIDATES_PER_PARTICLE * n],
+        vec![NeighborPair::EMPTY; PAIRS_PER_PARTICLE * n],
+        SKIN * 2.0 * SPH_SPACING,
+    )
 }
 
 /// splashsurf_lib's neighbourhood search as a [`NeighborSearch`].

@@ -232,3 +232,446 @@ impl<N: crate::inspect::Inspect, S: Storage<NeighborPair>> crate::inspect::Inspe
         }
     }
 }
+
+/// A candidate pair of a [`VerletCache`]: two particle ids (8 bytes).
+pub type CandidatePair = [u32; 2];
+
+/// Relative margin kept off the half skin in [`VerletCache`]'s displacement
+/// test, so that rounding in the distance arithmetic (relative errors of a
+/// few `f32` ulps) can never let a true pair escape the candidate list.
+const SKIN_MARGIN: f32 = 1.0 / 256.0;
+
+/// How a [`VerletCache`] answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    /// Nothing built yet (or the last fallback build failed).
+    Empty,
+    /// The inner search is built at the true radius: everything is asked of it.
+    Direct,
+    /// The inner search is built at `radius + skin` and its pairs are the
+    /// recorded candidates.
+    Candidates,
+}
+
+/// A neighbour search with a Verlet skin: the inner search is built with
+/// radius `r + skin` and its pairs are kept as *candidates*; a later
+/// [`build`](NeighborSearch::build) with the same radius and particle count
+/// reuses them, without touching the inner search, as long as no particle
+/// has moved more than `skin / 2` (less a margin of 1/256 for rounding)
+/// from where the inner search holds it. Each build (reused or not) copies
+/// the positions and tests the true radius on every candidate, recording the
+/// pairs within it as [`PairCache`] does, so that the several passes of an
+/// algorithm (SPH makes three per force evaluation) replay them.
+///
+/// Answers are exact: a pair within `r` now was within `r + skin` at the
+/// inner build (triangle inequality), every reported `d²` is computed from
+/// the current positions, and each answer equals that of a search built on
+/// the current positions with radius `r`, pair for pair (the order differs).
+///
+/// Falls back to building the inner search with the true radius each time
+/// (and answering from it) when the candidates do not fit their buffer or the
+/// skin is below `r/1024` (too thin to survive rounding). If only the pairs
+/// within `r` do not fit theirs, `for_each_pair` tests the candidates on
+/// every call instead of replaying.
+///
+/// Memory: the inner search's (sized for radius `r + skin`: more candidates
+/// per cell), plus `size_of::<P>()·N` for the positions, `8·C` for `C`
+/// candidate slots and `12·Q` for `Q` pair slots. With a skin `s`, a fluid
+/// has about `(1 + s/r)³` times as many candidates as pairs.
+///
+/// # Example
+///
+/// ```
+/// use spatium::{BruteForceNeighbors, NeighborPair, NeighborSearch, Vec3, VerletCache};
+///
+/// let inner = BruteForceNeighbors::new([Vec3::ZERO; 8]);
+/// let mut v = VerletCache::new(inner, [Vec3::ZERO; 8], [[0u32; 2]; 16],
+///     [NeighborPair::EMPTY; 16], 0.5);
+/// let mut x = [Vec3::ZERO, Vec3::new(1.2, 0.0, 0.0)];
+/// v.build(&x, 1.0)?;            // the inner search, radius 1.5: one candidate
+/// assert_eq!(v.candidate_count(), 1);
+/// assert_eq!(v.pairs().len(), 0); // 1.2 is not within 1.0
+/// x[1].x = 0.9;                 // moved 0.3 > 0.25: the candidates are rebuilt
+/// v.build(&x, 1.0)?;
+/// x[1].x = 0.8;                 // 0.1 from where the inner search holds it
+/// v.build(&x, 1.0)?;
+/// assert_eq!((v.inner_builds(), v.reuses()), (2, 1));
+/// assert_eq!(v.pairs().len(), 1);
+/// # Ok::<(), spatium::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct VerletCache<N, X, C, S> {
+    inner: N,
+    positions: X,
+    candidates: C,
+    pairs: S,
+    skin: f32,
+    radius: f32,
+    len: usize,
+    cand_len: usize,
+    pair_len: usize,
+    pairs_cached: bool,
+    mode: Mode,
+    inner_builds: u64,
+    reuses: u64,
+}
+
+impl<N, X, C, S> VerletCache<N, X, C, S> {
+    /// `inner` with a skin of `skin` (a length; `0` or a non-finite value
+    /// never reuses), room for `positions.len()` particles,
+    /// `candidates.len()` candidate pairs and `pairs.len()` pairs.
+    ///
+    /// Never fails and allocates nothing; `const`. Memory: the inner
+    /// search's plus `size_of::<P>()·N + 8C + 12Q` bytes. A build that
+    /// reuses the candidates costs one pass over the particles (the
+    /// displacement test, one `position` query each) and one over the
+    /// candidates; one that does not adds the inner build and its
+    /// `for_each_pair` at radius `r + skin`.
+    pub const fn new(inner: N, positions: X, candidates: C, pairs: S, skin: f32) -> Self {
+        Self {
+            inner,
+            positions,
+            candidates,
+            pairs,
+            skin,
+            radius: 0.0,
+            len: 0,
+            cand_len: 0,
+            pair_len: 0,
+            pairs_cached: false,
+            mode: Mode::Empty,
+            inner_builds: 0,
+            reuses: 0,
+        }
+    }
+
+    /// The inner search.
+    pub fn inner(&self) -> &N {
+        &self.inner
+    }
+
+    /// The inner search and the three buffers, back.
+    pub fn into_inner(self) -> (N, X, C, S) {
+        (self.inner, self.positions, self.candidates, self.pairs)
+    }
+
+    /// The skin.
+    pub fn skin(&self) -> f32 {
+        self.skin
+    }
+
+    /// Builds of the inner search so far.
+    pub fn inner_builds(&self) -> u64 {
+        self.inner_builds
+    }
+
+    /// Builds that reused the candidates so far.
+    pub fn reuses(&self) -> u64 {
+        self.reuses
+    }
+
+    /// Candidate pairs held (0 when the last build fell back to the true
+    /// radius).
+    pub fn candidate_count(&self) -> usize {
+        if self.mode == Mode::Candidates {
+            self.cand_len
+        } else {
+            0
+        }
+    }
+
+    /// `true` when the last build's pairs were recorded (they are then
+    /// replayed by `for_each_pair`).
+    pub fn is_cached(&self) -> bool {
+        self.mode == Mode::Candidates && self.pairs_cached
+    }
+
+    /// The pairs within the radius recorded by the last build (empty unless
+    /// [`is_cached`](Self::is_cached)).
+    pub fn pairs<'a>(&'a self) -> &'a [NeighborPair]
+    where
+        S: Storage<NeighborPair> + 'a,
+    {
+        if self.is_cached() {
+            &self.pairs.as_ref()[..self.pair_len]
+        } else {
+            &[]
+        }
+    }
+}
+
+impl<N, X, C, S> VerletCache<N, X, C, S>
+where
+    C: Storage<CandidatePair>,
+    S: Storage<NeighborPair>,
+{
+    /// `true` if every particle is within the (margined) half skin of where
+    /// the inner search holds it; `false` on any NaN.
+    fn within_skin<P: Point>(&self, positions: &[P]) -> bool
+    where
+        N: NeighborSearch<P>,
+    {
+        let half = 0.5 * self.skin * (1.0 - SKIN_MARGIN);
+        let limit = half * half;
+        positions.iter().enumerate().all(|(i, &p)| {
+            self.inner
+                .position(i as u32)
+                .is_some_and(|q| p.distance_squared(q) <= limit)
+        })
+    }
+
+    /// Records the inner search's pairs as candidates; `false` if they do
+    /// not fit.
+    fn record_candidates<P: Point>(&mut self) -> bool
+    where
+        N: NeighborSearch<P>,
+    {
+        let buf = self.candidates.as_mut();
+        let (cap, n) = (buf.len(), self.len);
+        let mut m = 0usize;
+        self.inner.for_each_pair(|i, j, _| {
+            if (i as usize) < n && (j as usize) < n {
+                if let Some(slot) = buf.get_mut(m) {
+                    *slot = [i, j];
+                }
+                m += 1;
+            }
+        });
+        self.cand_len = m.min(cap);
+        m <= cap
+    }
+}
+
+impl<P, N, X, C, S> NeighborSearch<P> for VerletCache<N, X, C, S>
+where
+    P: Point,
+    N: NeighborSearch<P>,
+    X: Storage<P>,
+    C: Storage<CandidatePair>,
+    S: Storage<NeighborPair>,
+{
+    /// Reuses the candidates when the radius and the particle count are
+    /// those of the last build and every particle is within the half skin
+    /// (less 1/256) of its position at the inner build; otherwise builds
+    /// the inner search at `radius + skin` and records its pairs. Then copies
+    /// the positions and records the pairs within `radius`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidRadius`] unless `radius` is finite and positive with
+    /// a normal square; [`Error::CapacityExceeded`] for more particles than
+    /// the positions buffer holds; the inner build's errors. On error nothing
+    /// changes, except when the fallback build at the true radius fails
+    /// after the one at `radius + skin` succeeded: the cache is then empty.
+    fn build(&mut self, positions: &[P], radius: f32) -> Result<(), Error> {
+        if !(radius.is_finite() && radius > 0.0 && (radius * radius).is_normal()) {
+            return Err(Error::InvalidRadius);
+        }
+        let n = positions.len();
+        let capacity = self.positions.as_ref().len();
+        if n > capacity {
+            return Err(Error::CapacityExceeded { capacity });
+        }
+        let reuse = self.mode == Mode::Candidates
+            && radius == self.radius
+            && n == self.len
+            && self.within_skin(positions);
+        if reuse {
+            self.reuses += 1;
+        } else {
+            let outer = radius + self.skin;
+            let lists = self.skin.is_finite()
+                && self.skin >= radius / 1024.0
+                && outer.is_finite()
+                && (outer * outer).is_finite();
+            let mut recorded = false;
+            if lists {
+                self.inner.build(positions, outer)?;
+                self.inner_builds += 1;
+                self.len = n;
+                recorded = self.record_candidates();
+            }
+            if !recorded {
+                if let Err(e) = self.inner.build(positions, radius) {
+                    if lists {
+                        self.mode = Mode::Empty;
+                        self.len = 0;
+                    }
+                    return Err(e);
+                }
+                self.inner_builds += 1;
+            }
+            self.mode = if recorded {
+                Mode::Candidates
+            } else {
+                Mode::Direct
+            };
+        }
+        self.len = n;
+        self.radius = radius;
+        self.positions.as_mut()[..n].copy_from_slice(positions);
+        if self.mode == Mode::Candidates {
+            let cands = &self.candidates.as_ref()[..self.cand_len];
+            let m = record_within(
+                &self.positions.as_ref()[..n],
+                cands,
+                self.pairs.as_mut(),
+                radius * radius,
+            );
+            self.pairs_cached = m <= self.pairs.as_ref().len();
+            self.pair_len = if self.pairs_cached { m } else { 0 };
+        }
+        Ok(())
+    }
+
+    fn len(&self) -> usize {
+        match self.mode {
+            Mode::Empty => 0,
+            Mode::Direct => self.inner.len(),
+            Mode::Candidates => self.len,
+        }
+    }
+
+    fn radius(&self) -> f32 {
+        self.radius
+    }
+
+    fn position(&self, id: u32) -> Option<P> {
+        match self.mode {
+            Mode::Empty => None,
+            Mode::Direct => self.inner.position(id),
+            Mode::Candidates => self.positions.as_ref()[..self.len]
+                .get(id as usize)
+                .copied(),
+        }
+    }
+
+    fn for_each_neighbor<F: FnMut(u32, f32)>(&self, id: u32, mut f: F) -> Result<(), Error> {
+        match self.mode {
+            Mode::Direct => self.inner.for_each_neighbor(id, f),
+            Mode::Empty => Err(Error::UnknownId { id }),
+            Mode::Candidates => {
+                let x = &self.positions.as_ref()[..self.len];
+                let p = *x.get(id as usize).ok_or(Error::UnknownId { id })?;
+                let r2 = self.radius * self.radius;
+                self.inner.for_each_within(p, |j, _| {
+                    if let Some(q) = x.get(j as usize).filter(|_| j != id) {
+                        let d2 = p.distance_squared(*q);
+                        if d2 < r2 {
+                            f(j, d2);
+                        }
+                    }
+                })
+            }
+        }
+    }
+
+    fn for_each_within<F: FnMut(u32, f32)>(&self, point: P, mut f: F) -> Result<(), Error> {
+        match self.mode {
+            Mode::Direct => self.inner.for_each_within(point, f),
+            Mode::Empty => {
+                if point.is_finite() {
+                    Ok(())
+                } else {
+                    Err(Error::NonFinite)
+                }
+            }
+            Mode::Candidates => {
+                let x = &self.positions.as_ref()[..self.len];
+                let r2 = self.radius * self.radius;
+                self.inner.for_each_within(point, |j, _| {
+                    if let Some(q) = x.get(j as usize) {
+                        let d2 = point.distance_squared(*q);
+                        if d2 < r2 {
+                            f(j, d2);
+                        }
+                    }
+                })
+            }
+        }
+    }
+
+    #[inline]
+    fn for_each_pair<F: FnMut(u32, u32, f32)>(&self, mut f: F) {
+        match self.mode {
+            Mode::Empty => {}
+            Mode::Direct => self.inner.for_each_pair(f),
+            Mode::Candidates if self.pairs_cached => {
+                for p in &self.pairs.as_ref()[..self.pair_len] {
+                    f(p.i, p.j, p.d2);
+                }
+            }
+            Mode::Candidates => filter(
+                &self.positions.as_ref()[..self.len],
+                &self.candidates.as_ref()[..self.cand_len],
+                self.radius * self.radius,
+                f,
+            ),
+        }
+    }
+}
+
+impl<N: Validate, X, C: Storage<CandidatePair>, S: Storage<NeighborPair>> Validate
+    for VerletCache<N, X, C, S>
+{
+    fn validate(&self) -> Result<(), Corruption> {
+        const W: &str = "VerletCache";
+        self.inner.validate()?;
+        ensure(
+            self.cand_len <= self.candidates.as_ref().len(),
+            W,
+            "candidates within buffer",
+        )?;
+        ensure(
+            self.pair_len <= self.pairs.as_ref().len(),
+            W,
+            "pairs within buffer",
+        )?;
+        ensure(
+            self.pairs_cached || self.pair_len == 0,
+            W,
+            "uncached pairs are not replayed",
+        )
+    }
+}
+
+/// Tests every candidate against `d² < r2` at `positions`, calling `f` for
+/// those within (candidates with an id past `positions` are skipped).
+#[inline(always)]
+fn filter<P: Point>(
+    positions: &[P],
+    candidates: &[CandidatePair],
+    r2: f32,
+    mut f: impl FnMut(u32, u32, f32),
+) {
+    for &[i, j] in candidates {
+        if let (Some(a), Some(b)) = (positions.get(i as usize), positions.get(j as usize)) {
+            let d2 = a.distance_squared(*b);
+            if d2 < r2 {
+                f(i, j, d2);
+            }
+        }
+    }
+}
+
+/// Writes the candidates within `d² < r2` at `positions` to `out` as pairs
+/// and returns how many there are (counting past the end of `out` without
+/// writing). Branch-free while `out` has room: every candidate is written,
+/// the cursor advances on a hit.
+fn record_within<P: Point>(
+    positions: &[P],
+    candidates: &[CandidatePair],
+    out: &mut [NeighborPair],
+    r2: f32,
+) -> usize {
+    let mut m = 0usize;
+    for &[i, j] in candidates {
+        if let (Some(a), Some(b)) = (positions.get(i as usize), positions.get(j as usize)) {
+            let d2 = a.distance_squared(*b);
+            if let Some(slot) = out.get_mut(m) {
+                *slot = NeighborPair { i, j, d2 };
+            }
+            m += usize::from(d2 < r2);
+        }
+    }
+    m
+}

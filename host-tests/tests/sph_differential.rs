@@ -14,7 +14,7 @@ use spatium::sph::{EquationOfState, Fluid, Integrator, ParticleState, SphParams}
 use spatium::table::table_len;
 use spatium::{
     BoundingBox, BroadPhase, BruteForceBroadPhase, BruteForceNeighbors, HhgConfig, NeighborPair,
-    NeighborSearch, PairCache, Point, Vec2, Vec3,
+    NeighborSearch, PairCache, Point, Vec2, Vec3, VerletCache,
 };
 use spatium_host::scenarios::point_scenarios;
 use spatium_host::{PointScenario, Rng, make, sph};
@@ -327,6 +327,20 @@ fn trajectories<P: Point>() {
             ),
         ),
         (
+            "sorted behind a Verlet skin",
+            replay(
+                &states,
+                &mut VerletCache::new(
+                    make::cell_sorted::<P>(cap, table),
+                    vec![P::ZERO; cap],
+                    vec![[0u32; 2]; 80 * cap],
+                    vec![NeighborPair::EMPTY; 40 * cap],
+                    0.01,
+                ),
+                brute_bp(),
+            ),
+        ),
+        (
             "bucketed",
             replay(
                 &states,
@@ -423,4 +437,65 @@ fn trajectories_match_brute_force_3d() {
 #[test]
 fn trajectories_match_brute_force_2d() {
     trajectories::<Vec2>();
+}
+
+/// `Fluid::renumber` moves every particle's position and state to its new
+/// id, refuses anything but a permutation of the ids (changing nothing), and
+/// in a cell-sorted hash's `spatial_order()` makes the next build over the
+/// same positions a copy.
+fn renumbering<P: Point>() {
+    let mut f = scene_fluid::<P>(None);
+    let mut ns = spatium_host::make::cell_sorted::<P>(2000, table_len(2000, 2));
+    f.step(&mut ns, &mut (), &mut ()).unwrap();
+    let n = f.len();
+    let before: Vec<(P, P, f32)> = f
+        .positions()
+        .iter()
+        .zip(f.state())
+        .map(|(x, s)| (*x, s.velocity, s.density))
+        .collect();
+    let mut rng = Rng::new(7);
+    let mut order: Vec<u32> = (0..n as u32).collect();
+    rng.shuffle(&mut order);
+    let unchanged = |f: &Fluid<P, Vec<P>, Vec<ParticleState<P>>>| {
+        f.positions()
+            .iter()
+            .zip(f.state())
+            .zip(&before)
+            .all(|((x, s), b)| *x == b.0 && s.velocity == b.1 && s.density == b.2)
+    };
+    let mut dup = order.clone();
+    dup[3] = dup[5];
+    assert!(f.renumber(dup).is_err());
+    assert!(f.renumber(order[..n - 1].iter().copied()).is_err());
+    assert!(f.renumber(order.iter().copied().chain([0])).is_err());
+    let mut past = order.clone();
+    past[0] = n as u32;
+    assert!(f.renumber(past).is_err());
+    assert!(unchanged(&f));
+    f.renumber(order.iter().copied()).unwrap();
+    for (k, &old) in order.iter().enumerate() {
+        let b = before[old as usize];
+        assert_eq!(f.positions()[k], b.0);
+        assert_eq!(f.state()[k].velocity, b.1);
+        assert_eq!(f.state()[k].density, b.2);
+    }
+    ns.build(f.positions(), f.params().h).unwrap();
+    assert!(!ns.input_was_sorted());
+    let spatial: Vec<u32> = ns.spatial_order().collect();
+    f.renumber(spatial).unwrap();
+    ns.build(f.positions(), f.params().h).unwrap();
+    assert!(ns.input_was_sorted());
+    // A renumbered fluid steps like the original up to rounding.
+    f.step(&mut ns, &mut (), &mut ()).unwrap();
+}
+
+#[test]
+fn renumbering_3d() {
+    renumbering::<Vec3>();
+}
+
+#[test]
+fn renumbering_2d() {
+    renumbering::<Vec2>();
 }
