@@ -205,7 +205,7 @@ pub enum Structure {
     /// per build and replayed by the solver's three walks per evaluation.
     SortedCached,
     /// [`Structure::Sorted`], the fluid renumbered in the hash's
-    /// `spatial_order()` after every step (`Fluid::renumber`), so the pair
+    /// spatial order (`sorted()` ids) after every step (`Fluid::renumber`), so the pair
     /// passes read the particle arrays in cell order.
     SortedOrdered,
     /// [`Structure::Sorted`] behind `spatium::VerletCache` with a skin of
@@ -413,7 +413,7 @@ impl Search {
         if let Search::SortedOrdered(h) = self {
             fluid.step(h.as_mut(), &mut (), timer)?;
             if !h.input_was_sorted() {
-                fluid.renumber(h.spatial_order())?;
+                fluid.renumber(h.sorted().iter().map(|s| s.id()))?;
             }
             return Ok(());
         }

@@ -169,9 +169,10 @@ pub trait NeighborSearch<P: Point> {
     fn spatial_order(&self, order: &mut [u32]) -> Result<(), Error> {
         let n = self.len();
         let available = order.len();
-        let out = order
-            .get_mut(..n)
-            .ok_or(Error::BufferTooSmall { needed: n, available })?;
+        let out = order.get_mut(..n).ok_or(Error::BufferTooSmall {
+            needed: n,
+            available,
+        })?;
         for (k, o) in out.iter_mut().enumerate() {
             *o = k as u32;
         }

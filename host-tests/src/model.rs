@@ -1170,7 +1170,7 @@ impl<P: Point> SearchModel<P> {
         let mut seen = vec![false; n];
         for &i in &order[..n] {
             ensure!(
-                (i as usize) < n && !std::mem::replace(&mut seen[i as usize], true),
+                (i as usize) < n && !core::mem::replace(&mut seen[i as usize], true),
                 "spatial_order is not a permutation: {:?}",
                 &order[..n]
             );

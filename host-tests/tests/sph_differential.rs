@@ -441,7 +441,7 @@ fn trajectories_match_brute_force_2d() {
 
 /// `Fluid::renumber` moves every particle's position and state to its new
 /// id, refuses anything but a permutation of the ids (changing nothing), and
-/// in a cell-sorted hash's `spatial_order()` makes the next build over the
+/// in a cell-sorted hash's `spatial_order` makes the next build over the
 /// same positions a copy.
 fn renumbering<P: Point>() {
     let mut f = scene_fluid::<P>(None);
@@ -482,8 +482,9 @@ fn renumbering<P: Point>() {
     }
     ns.build(f.positions(), f.params().h).unwrap();
     assert!(!ns.input_was_sorted());
-    let spatial: Vec<u32> = ns.spatial_order().collect();
-    f.renumber(spatial).unwrap();
+    let mut spatial = vec![0u32; ns.len()];
+    ns.spatial_order(&mut spatial).unwrap();
+    f.renumber(spatial.iter().copied()).unwrap();
     ns.build(f.positions(), f.params().h).unwrap();
     assert!(ns.input_was_sorted());
     // A renumbered fluid steps like the original up to rounding.

@@ -983,7 +983,7 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
     /// Renumbers the particles in the order `order` lists them: the particle
     /// that was `order[k]` becomes particle `k` (its position and all its
     /// state move with it). Give it a neighbour search's own order — for
-    /// example [`CellSortedHash::spatial_order`] after a step — and the next
+    /// example [`NeighborSearch::spatial_order`] after a step — and the next
     /// build over the positions finds them (nearly) in its order, while the
     /// pair passes read the particle arrays almost sequentially.
     ///
@@ -996,7 +996,6 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
     /// [`len`](Self::len) ids, [`Error::UnknownId`] for an id past the fluid
     /// or listed twice; the particles are then unchanged.
     ///
-    /// [`CellSortedHash::spatial_order`]: crate::uniform::CellSortedHash::spatial_order
     pub fn renumber<I: IntoIterator<Item = u32>>(&mut self, order: I) -> Result<(), Error> {
         let n = self.len;
         let x = &mut self.positions.as_mut()[..n];
