@@ -281,6 +281,10 @@ impl RowCursor {
 /// Most rows of a stencil (3D).
 const MAX_ROWS: usize = 9;
 
+/// Most forward rows of a half stencil (3D); the pair sweep's arrays are
+/// sized by it (stack: it runs on a Cortex-M too).
+const MAX_HALF_ROWS: usize = 4;
+
 impl<P, T, S, C> CellSortedHash<P, T, S, C>
 where
     P: Point,
@@ -929,9 +933,9 @@ where
     fn for_each_pair<F: FnMut(u32, u32, f32)>(&self, f: F) {
         let v = self.view();
         let parts = v.parts;
-        let nrows = P::HALF_ROWS.len().min(MAX_ROWS);
-        let mut cursors = [RowCursor::new(v.key(0)); MAX_ROWS];
-        let mut ranges = [(0u32, 0u32); MAX_ROWS];
+        let nrows = P::HALF_ROWS.len().min(MAX_HALF_ROWS);
+        let mut cursors = [RowCursor::new(v.key(0)); MAX_HALF_ROWS];
+        let mut ranges = [(0u32, 0u32); MAX_HALF_ROWS];
         let mut out = Batch::new(f, self.grid.radius_sq());
         let mut next_key = v.key(0);
         for s in 0..v.runs {
@@ -941,7 +945,7 @@ where
             let mine = &parts[lo..hi];
             // The slices of the forward cells: the next cell of the row,
             // then the three cells of each forward row.
-            let mut fwd = [(0u32, 0u32); MAX_ROWS + 1];
+            let mut fwd = [(0u32, 0u32); MAX_HALF_ROWS + 1];
             v.rows(s, P::HALF_ROWS, &mut cursors[..nrows], &mut ranges[..nrows]);
             let mut m = 0;
             if next_key == key + 1 {
