@@ -109,13 +109,19 @@ pub const FIXED_STEPS: u64 = 500;
 /// Re-pinned when `Fluid::sort_by_cell` began ordering particles by the
 /// uniform grid's cells (issue 16): the renumbering order changed, so the
 /// pair sums come in another order; with the previous ordering the run
-/// still gives the previous value.
+/// still gives the previous value. Re-pinned again when the cell-sorted
+/// hash moved to row-major cells swept with row cursors (issue 17): it
+/// reports the same pairs in another order, so the SPH sums round
+/// differently and the 500-step trajectory diverges (the pairs of any one
+/// configuration are still checked equal across every search by the other
+/// tests). Before: 5 892 pairs, checksum `0x4a51_1c23_81db_7b4d`, state
+/// `0xf4ad_5f19_f427_1974`.
 pub const FIXED_EXPECTED: Fingerprint = Fingerprint {
     steps: FIXED_STEPS,
     particles: 1269,
-    pairs: 5892,
-    checksum: 0x4a51_1c23_81db_7b4d,
-    state: 0xf4ad_5f19_f427_1974,
+    pairs: 5849,
+    checksum: 0x14f9_612e_6e91_d4a7,
+    state: 0x927a_8516_0f76_c6d3,
 };
 
 /// A run's result, for comparing builds: the neighbour pairs of the current
