@@ -21,7 +21,7 @@
 //! Each section is an experiment that returns rows; rendering them into
 //! tables and the template is separate.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 
 use crate::bp_peers::{Pairs, ParryBvh, SweepAndPrune};
@@ -754,28 +754,23 @@ fn plot_scaling(path: &Path, rows: &[ScalingRow]) -> Result<(), Box<dyn core::er
 /// Runs the experiment and writes the report; `args` are the options
 /// after the program (and subcommand) name.
 pub fn main(args: &[String]) -> ExitCode {
-    if let Err(e) = super::check_args(args, &["--quick"], &["--out", "--max-n"]) {
-        eprintln!("{e}");
-        return ExitCode::FAILURE;
-    }
-    let mut prov = Provenance::start();
-    let quick = args.iter().any(|a| a == "--quick");
-    let value = |flag: &str| {
-        args.iter()
-            .position(|a| a == flag)
-            .and_then(|i| args.get(i + 1))
+    let opts = match super::check_args(args, &["--quick"], &["--out", "--max-n"]) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
+        }
     };
-    let out = value("--out")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
+    let mut prov = Provenance::start();
+    let quick = opts.flag("--quick");
+    let out = opts.out_dir();
     let mut max_n = if quick { 100_000 } else { 1_000_000 };
-    if let Some(v) = value("--max-n") {
-        match v.parse::<usize>() {
-            Ok(m) => max_n = max_n.min(m),
-            Err(e) => {
-                eprintln!("--max-n {v}: {e}");
-                return ExitCode::FAILURE;
-            }
+    match opts.number("--max-n") {
+        Ok(Some(m)) => max_n = max_n.min(m),
+        Ok(None) => {}
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
         }
     }
     let ns: Vec<usize> = [100, 1_000, 10_000, 100_000, 1_000_000]

@@ -30,7 +30,7 @@
 //! `--quick`: smaller sizes (about a minute).
 
 use core::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 
 use crate::measure::{median, median_opt, time};
@@ -1995,26 +1995,21 @@ fn plot_3d(path: &Path, s3: &Scene3) -> Result<(), Box<dyn core::error::Error>> 
 /// Runs the experiment and writes the report; `args` are the options
 /// after the program (and subcommand) name.
 pub fn main(args: &[String]) -> ExitCode {
-    if let Err(e) = super::check_args(args, &["--quick"], &["--out", "--only"]) {
-        eprintln!("{e}");
-        return ExitCode::FAILURE;
-    }
+    let opts = match super::check_args(args, &["--quick"], &["--out", "--only"]) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let mut prov = Provenance::start();
-    let args: Vec<String> = args.to_vec();
-    let quick = args.iter().any(|a| a == "--quick");
-    let out = args
-        .iter()
-        .position(|a| a == "--out")
-        .and_then(|i| args.get(i + 1))
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
+    let quick = opts.flag("--quick");
+    let out = opts.out_dir();
     let sz = if quick { QUICK } else { FULL };
     // `--only bp,nns,3d,len`: run only those sections (for development;
     // the report then lacks the others and the findings).
-    let only: Option<Vec<String>> = args
-        .iter()
-        .position(|a| a == "--only")
-        .and_then(|i| args.get(i + 1))
+    let only: Option<Vec<String>> = opts
+        .value("--only")
         .map(|s| s.split(',').map(str::to_string).collect());
     let want = |s: &str| only.as_ref().is_none_or(|o| o.iter().any(|x| x == s));
     let bp = want("bp").then(|| bp_section(&sz));

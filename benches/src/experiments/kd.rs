@@ -21,7 +21,6 @@
 //!   report aborts. `--quick`: N ≤ 10⁵; `--max-n N`: sizes up to N.
 
 use core::fmt::Write as _;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use crate::bp_peers::{Pairs, ParryBvh, SweepAndPrune};
@@ -1001,32 +1000,22 @@ impl<P: spatium::Point> CoordF64 for P {
 /// Runs the experiment and writes the report; `args` are the options
 /// after the program (and subcommand) name.
 pub fn main(args: &[String]) -> ExitCode {
-    if let Err(e) = super::check_args(args, &["--quick"], &["--out", "--max-n"]) {
-        eprintln!("{e}");
-        return ExitCode::FAILURE;
-    }
+    let opts = match super::check_args(args, &["--quick"], &["--out", "--max-n"]) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let mut prov = Provenance::start();
-    let args: Vec<String> = args.to_vec();
-    let quick = args.iter().any(|a| a == "--quick");
-    let out = args
-        .iter()
-        .position(|a| a == "--out")
-        .and_then(|i| args.get(i + 1))
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
-    let max_n = match args
-        .iter()
-        .position(|a| a == "--max-n")
-        .map(|i| args.get(i + 1))
-    {
-        None => usize::MAX,
-        Some(v) => match v.and_then(|v| v.parse::<usize>().ok()) {
-            Some(m) => m,
-            None => {
-                eprintln!("--max-n needs a number");
-                return ExitCode::FAILURE;
-            }
-        },
+    let quick = opts.flag("--quick");
+    let out = opts.out_dir();
+    let max_n = match opts.number("--max-n") {
+        Ok(m) => m.unwrap_or(usize::MAX),
+        Err(_) => {
+            eprintln!("--max-n needs a number");
+            return ExitCode::FAILURE;
+        }
     };
     let mut notes = Vec::new();
     let mut ns: Vec<usize> = vec![10_000, 50_000, 100_000];

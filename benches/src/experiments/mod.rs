@@ -49,29 +49,70 @@ pub fn run(name: &str, args: &[String]) -> ExitCode {
     }
 }
 
-/// Checks `args` against the options an experiment takes: `flags` stand
+/// An experiment's options, parsed once by [`check_args`].
+#[derive(Debug, Default)]
+pub(crate) struct Options {
+    flags: Vec<String>,
+    values: Vec<(String, String)>,
+}
+
+impl Options {
+    /// Whether flag `name` was given.
+    pub(crate) fn flag(&self, name: &str) -> bool {
+        self.flags.iter().any(|f| f == name)
+    }
+
+    /// The value of option `name` (the last one given).
+    pub(crate) fn value(&self, name: &str) -> Option<&str> {
+        self.values
+            .iter()
+            .rev()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The number given to option `name`, if any.
+    pub(crate) fn number(&self, name: &str) -> Result<Option<usize>, String> {
+        self.value(name)
+            .map(|v| v.parse::<usize>().map_err(|e| format!("{name} {v}: {e}")))
+            .transpose()
+    }
+
+    /// The output directory: `--out DIR`, else the benches crate's.
+    pub(crate) fn out_dir(&self) -> std::path::PathBuf {
+        self.value("--out")
+            .map_or_else(|| crate::provenance::DIR.into(), Into::into)
+    }
+}
+
+/// Parses `args` against the options an experiment takes: `flags` stand
 /// alone, `valued` take the next argument. An unknown option is an error
-/// (a typo must not start a full-size run).
-pub(crate) fn check_args(args: &[String], flags: &[&str], valued: &[&str]) -> Result<(), String> {
+/// (a typo must not start a full-size run); `-h`/`--help` answers the usage.
+pub(crate) fn check_args(
+    args: &[String],
+    flags: &[&str],
+    valued: &[&str],
+) -> Result<Options, String> {
+    let mut all: Vec<&str> = flags.to_vec();
+    all.extend(valued.iter().copied());
+    let mut out = Options::default();
     let mut it = args.iter();
     while let Some(a) = it.next() {
         if flags.contains(&a.as_str()) {
-            continue;
+            out.flags.push(a.clone());
+        } else if valued.contains(&a.as_str()) {
+            let v = it.next().ok_or_else(|| format!("{a} needs a value"))?;
+            out.values.push((a.clone(), v.clone()));
+        } else if a == "-h" || a == "--help" {
+            return Err(format!("options: {}", all.join(", ")));
+        } else {
+            return Err(format!(
+                "unknown argument {a} (options: {})",
+                all.join(", ")
+            ));
         }
-        if valued.contains(&a.as_str()) {
-            if it.next().is_none() {
-                return Err(format!("{a} needs a value"));
-            }
-            continue;
-        }
-        let mut all: Vec<&str> = flags.to_vec();
-        all.extend(valued.iter().copied());
-        return Err(format!(
-            "unknown argument {a} (options: {})",
-            all.join(", ")
-        ));
     }
-    Ok(())
+    Ok(out)
 }
 
 /// The generator's command line: `[experiment | all] [options]`.

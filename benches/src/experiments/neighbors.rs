@@ -46,26 +46,12 @@ struct Args {
 }
 
 fn parse_args(raw: &[String]) -> Result<Args, String> {
+    let opts = super::check_args(raw, &["--quick"], &["--max-n", "--out"])?;
     let mut args = Args {
-        quick: false,
-        max_n: usize::MAX,
-        out: PathBuf::from(env!("CARGO_MANIFEST_DIR")),
+        quick: opts.flag("--quick"),
+        max_n: opts.number("--max-n")?.unwrap_or(usize::MAX),
+        out: opts.out_dir(),
     };
-    let mut it = raw.iter().cloned();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "--quick" => args.quick = true,
-            "--max-n" => {
-                let v = it.next().ok_or("--max-n needs a value")?;
-                args.max_n = v.parse().map_err(|e| format!("--max-n {v}: {e}"))?;
-            }
-            "--out" => args.out = PathBuf::from(it.next().ok_or("--out needs a directory")?),
-            "-h" | "--help" => {
-                return Err("usage: report [--quick] [--max-n N] [--out DIR]".into());
-            }
-            other => return Err(format!("unknown argument {other}")),
-        }
-    }
     if args.quick {
         args.max_n = args.max_n.min(100_000);
     }

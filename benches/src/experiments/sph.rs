@@ -35,7 +35,7 @@ use std::process::ExitCode;
 
 use crate::TABLE_FACTOR;
 use crate::measure::{median_opt, time};
-use crate::provenance::{DIR, Provenance, locked_version};
+use crate::provenance::{Provenance, locked_version};
 use crate::sph_scene::{
     FlowStats, PAIRS_PER_PARTICLE, SPH_SIDE, SPH_SMALL_SIDE, SPH_SPACING, Search, SphScene,
     StageClock, Structure, VecFluid, WARM_STEPS,
@@ -60,35 +60,22 @@ struct Args {
 }
 
 fn parse_args(raw: &[String]) -> Result<Args, String> {
-    let raw: Vec<String> = raw.to_vec();
+    let opts = super::check_args(raw, &["--quick"], &["--n", "--out"])?;
     let mut args = Args {
-        quick: false,
+        quick: opts.flag("--quick"),
         side: SPH_SIDE,
         asked_n: None,
-        out: PathBuf::from(DIR),
+        out: opts.out_dir(),
     };
-    let mut it = raw.into_iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "--quick" => args.quick = true,
-            "--n" => {
-                let v = it.next().ok_or("--n needs a value")?;
-                let n: usize = v.parse().map_err(|e| format!("--n {v}: {e}"))?;
-                if !(8..=1_000_000).contains(&n) {
-                    return Err(format!("--n {n}: between 8 and 1000000"));
-                }
-                let side = (n as f64).cbrt().round() as usize;
-                if side.pow(3) != n {
-                    args.asked_n = Some(n);
-                }
-                args.side = side;
-            }
-            "--out" => args.out = PathBuf::from(it.next().ok_or("--out needs a directory")?),
-            "-h" | "--help" => {
-                return Err("usage: sph_report [--quick] [--n N] [--out DIR]".into());
-            }
-            other => return Err(format!("unknown argument {other}")),
+    if let Some(n) = opts.number("--n")? {
+        if !(8..=1_000_000).contains(&n) {
+            return Err(format!("--n {n}: between 8 and 1000000"));
         }
+        let side = (n as f64).cbrt().round() as usize;
+        if side.pow(3) != n {
+            args.asked_n = Some(n);
+        }
+        args.side = side;
     }
     Ok(args)
 }
