@@ -36,7 +36,7 @@ use core::hint::black_box;
 use core::time::Duration;
 use std::time::Instant;
 
-use criterion::{Criterion, SamplingMode, criterion_group, criterion_main};
+use criterion::{Bencher, Criterion, SamplingMode, criterion_group, criterion_main};
 use spatium_benches::sph_scene::{SPH_SIDE, SPH_SMALL_SIDE, Search, SphScene, Structure};
 
 fn sph(c: &mut Criterion) {
@@ -57,21 +57,7 @@ fn sph(c: &mut Criterion) {
                 let scene = scene.get_or_init(|| {
                     SphScene::new(side).unwrap_or_else(|e| panic!("the {n}-particle scene: {e}"))
                 });
-                let mut search = Search::new(structure, n);
-                let mut fluid = scene.fluid().expect("the snapshot fits its own size");
-                b.iter_custom(|iters| {
-                    let mut timed = Duration::ZERO;
-                    for _ in 0..iters {
-                        scene.restore(&mut fluid).expect("same size");
-                        let t = Instant::now();
-                        search
-                            .step(&mut fluid, &mut ())
-                            .unwrap_or_else(|e| panic!("{structure} refused the step: {e}"));
-                        timed += t.elapsed();
-                        black_box(fluid.positions());
-                    }
-                    timed
-                });
+                time_steps(b, scene, structure, n, 1);
             });
         }
         g.finish();
@@ -98,26 +84,33 @@ fn sph(c: &mut Criterion) {
             let scene = scene.get_or_init(|| {
                 SphScene::new(SPH_SIDE).unwrap_or_else(|e| panic!("the {n}-particle scene: {e}"))
             });
-            let mut search = Search::new(structure, n);
-            let mut fluid = scene.fluid().expect("the snapshot fits its own size");
-            b.iter_custom(|iters| {
-                let mut timed = Duration::ZERO;
-                for _ in 0..iters {
-                    scene.restore(&mut fluid).expect("same size");
-                    let t = Instant::now();
-                    for _ in 0..RUN {
-                        search
-                            .step(&mut fluid, &mut ())
-                            .unwrap_or_else(|e| panic!("{structure} refused the step: {e}"));
-                    }
-                    timed += t.elapsed() / RUN;
-                    black_box(fluid.positions());
-                }
-                timed
-            });
+            time_steps(b, scene, structure, n, RUN);
         });
     }
     g.finish();
+}
+
+/// Times `steps` consecutive steps of `structure` per iteration, each
+/// iteration starting from the scene's snapshot (restored untimed); reports
+/// the time per step.
+fn time_steps(b: &mut Bencher<'_>, scene: &SphScene, structure: Structure, n: usize, steps: u32) {
+    let mut search = Search::new(structure, n);
+    let mut fluid = scene.fluid().expect("the snapshot fits its own size");
+    b.iter_custom(|iters| {
+        let mut timed = Duration::ZERO;
+        for _ in 0..iters {
+            scene.restore(&mut fluid).expect("same size");
+            let t = Instant::now();
+            for _ in 0..steps {
+                search
+                    .step(&mut fluid, &mut ())
+                    .unwrap_or_else(|e| panic!("{structure} refused the step: {e}"));
+            }
+            timed += t.elapsed() / steps;
+            black_box(fluid.positions());
+        }
+        timed
+    });
 }
 
 /// Steps per iteration of the steady-state group `sph-run10/32768/*`.
