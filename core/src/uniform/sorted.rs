@@ -156,9 +156,6 @@ where
     runs: u32,
     stamp: u32,
     identity: bool,
-    /// The table indexes the runs of the last build (slots stamped with
-    /// `stamp` hold run numbers); otherwise cells are found by bisection.
-    indexed: bool,
     _p: PhantomData<P>,
 }
 
@@ -278,6 +275,13 @@ impl RowCursor {
     }
 }
 
+/// Whether a table of `slots` indexes `runs` occupied cells by linear
+/// probing: there are some, and at least two slots for each.
+#[inline(always)]
+fn indexes(runs: usize, slots: usize) -> bool {
+    runs > 0 && 2 * runs <= slots
+}
+
 /// Most rows of a stencil (3D).
 const MAX_ROWS: usize = 9;
 
@@ -313,7 +317,6 @@ where
             runs: 0,
             stamp: 0,
             identity: true,
-            indexed: false,
             _p: PhantomData,
         }
     }
@@ -349,10 +352,12 @@ where
         self.runs as usize
     }
 
-    /// `true` when the table indexes the occupied cells (it has at least
-    /// two slots per occupied cell); otherwise point queries bisect the runs.
+    /// `true` when the table indexes the occupied cells of the last build
+    /// (there are some, and the table has at least two slots per occupied
+    /// cell: slots stamped with the current stamp hold run numbers);
+    /// otherwise point queries bisect the runs.
     pub fn is_indexed(&self) -> bool {
-        self.indexed
+        indexes(self.runs as usize, self.table.as_ref().len())
     }
 
     /// Number of occupied cells whose table slot (the one their hash
@@ -367,7 +372,7 @@ where
         (0..v.runs)
             .filter(|&s| {
                 let h = home(s);
-                if self.indexed {
+                if self.is_indexed() {
                     let mut slot = h;
                     for _ in 0..table.len() {
                         let ts = table[slot];
@@ -404,7 +409,6 @@ where
         self.len = 0;
         self.runs = 0;
         self.identity = true;
-        self.indexed = false;
         // Stale slots are told apart by the stamp of the next build.
     }
 
@@ -444,7 +448,7 @@ where
     /// when it indexes the runs, by bisection otherwise.
     #[inline]
     fn find(&self, v: &Runs<'_, P>, c: P::Cell) -> Option<usize> {
-        if !self.indexed {
+        if !self.is_indexed() {
             return v.bisect(c);
         }
         let table = self.table.as_ref();
@@ -796,8 +800,7 @@ where
             }
         };
         // Index the runs by cell when the table has two slots per run.
-        let indexed = 2 * runs <= table.len();
-        if indexed && runs > 0 {
+        if indexes(runs, table.len()) {
             advance_stamp(&mut self.stamp, || table.fill(TableSlot::EMPTY));
             let mask = table.len() - 1;
             for s in 0..runs {
@@ -816,7 +819,6 @@ where
         self.len = n as u32;
         self.runs = runs as u32;
         self.identity = identity;
-        self.indexed = indexed;
         Ok(())
     }
 
@@ -1176,12 +1178,7 @@ where
             }
         }
         ensure(identity == self.identity, W, "identity flag exact")?;
-        ensure(
-            self.indexed == (2 * runs <= table.len()),
-            W,
-            "table indexes the runs exactly when it has two slots per run",
-        )?;
-        if self.indexed {
+        if self.is_indexed() {
             // Every stamped slot holds a distinct run, and all runs are there.
             let mut stamped = 0usize;
             for t in table.iter().filter(|t| t.stamp == self.stamp) {
@@ -1219,7 +1216,7 @@ where
             capacity: self.particles.as_ref().len(),
             radius: self.grid.radius(),
             table_slots: table.len(),
-            occupied_slots: if self.len == 0 || !self.indexed {
+            occupied_slots: if !self.is_indexed() {
                 0
             } else {
                 table.iter().filter(|s| s.stamp == self.stamp).count()
