@@ -78,6 +78,7 @@ pub mod brute;
 pub mod cell;
 mod csr;
 pub mod error;
+pub mod exec;
 pub mod geom;
 pub mod hhash;
 pub mod hhg;

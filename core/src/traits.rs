@@ -29,7 +29,14 @@
 //! * A failed operation changes nothing.
 
 use crate::error::Error;
+use crate::exec::{Executor, Parts, exclusive_prefix_sum, task_count};
 use crate::geom::{BoundingBox, Point};
+
+/// Particles per task of the default parallel gathers.
+pub const GATHER_GRAIN: usize = 4096;
+
+/// Per-task partial sums kept on the stack by the parallel prefix sums.
+pub(crate) const PREFIX_TASKS: usize = 256;
 
 /// Which candidates a candidate query reports, for every structure that offers one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -178,6 +185,164 @@ pub trait NeighborSearch<P: Point> {
         }
         Ok(())
     }
+
+    // ----- Parallel forms (see [`crate::exec`]). Each gives the same result
+    // ----- for every executor and every number of workers.
+
+    /// [`build`](Self::build) with its loops run as tasks on `exec`; the
+    /// result is identical to `build`'s. The default runs `build` on the
+    /// calling thread; structures with a parallel build override it.
+    ///
+    /// # Errors
+    /// As [`build`](Self::build).
+    fn par_build<E: Executor>(
+        &mut self,
+        exec: &E,
+        positions: &[P],
+        radius: f32,
+    ) -> Result<(), Error> {
+        let _ = exec;
+        self.build(positions, radius)
+    }
+
+    /// How many sinks [`par_for_each_pair`](Self::par_for_each_pair) fills:
+    /// one per task, fixed by the last build (never by the number of
+    /// workers). The default, 1, is the serial walk.
+    fn pair_tasks(&self) -> usize {
+        1
+    }
+
+    /// Every pair once, as [`for_each_pair`](Self::for_each_pair), found by
+    /// tasks on `exec`: task `t` calls `f(&mut sinks[t], i, j, d²)` for its
+    /// share of the pairs. The caller gives [`pair_tasks`](Self::pair_tasks)
+    /// sinks (a `Vec` of per-task pair lists, counters, force buffers…) and
+    /// combines them afterwards, in sink order: the pairs of each sink and
+    /// their order are the same for every executor, so a combination in sink
+    /// order is deterministic.
+    ///
+    /// # Errors
+    /// [`Error::BufferTooSmall`] with fewer than `pair_tasks()` sinks
+    /// (nothing is called).
+    fn par_for_each_pair<E, K, F>(&self, exec: &E, sinks: &mut [K], f: F) -> Result<(), Error>
+    where
+        E: Executor,
+        K: Send,
+        F: Fn(&mut K, u32, u32, f32) + Sync,
+        Self: Sync,
+    {
+        let _ = exec;
+        let available = sinks.len();
+        let sink = sinks.first_mut().ok_or(Error::BufferTooSmall {
+            needed: 1,
+            available,
+        })?;
+        self.for_each_pair(|i, j, d2| f(sink, i, j, d2));
+        Ok(())
+    }
+
+    /// A gather over every particle's neighbours, on `exec`: for every
+    /// particle `i` and every neighbour `j` of it (each pair is seen from
+    /// both sides), `f(i, &mut out[i], j, d²)`. No two tasks touch one
+    /// `out[i]`, so `f` may accumulate into it freely; for each `i` the
+    /// neighbours come in the same order for every executor. The caller
+    /// initialises `out`.
+    ///
+    /// The default calls [`for_each_neighbor`](Self::for_each_neighbor) per
+    /// particle in tasks of contiguous ids; structures whose storage order
+    /// allows a sweep override it.
+    ///
+    /// # Errors
+    /// [`Error::BufferTooSmall`] if `out` is shorter than [`len`](Self::len)
+    /// (nothing is called).
+    fn par_gather<E, T, F>(&self, exec: &E, out: &mut [T], f: F) -> Result<(), Error>
+    where
+        E: Executor,
+        T: Send,
+        F: Fn(u32, &mut T, u32, f32) + Sync,
+        Self: Sync,
+    {
+        let n = self.len();
+        let available = out.len();
+        let out = out.get_mut(..n).ok_or(Error::BufferTooSmall {
+            needed: n,
+            available,
+        })?;
+        exec.run(
+            task_count(n, GATHER_GRAIN),
+            Parts::chunks(out, GATHER_GRAIN),
+            |_, mut part| {
+                let start = part.start();
+                for (k, o) in part.slice().iter_mut().enumerate() {
+                    let i = (start + k) as u32;
+                    // `i < len()`: the call cannot fail.
+                    let _ = self.for_each_neighbor(i, |j, d2| f(i, o, j, d2));
+                }
+            },
+        );
+        Ok(())
+    }
+
+    /// [`neighbor_lists`](Self::neighbor_lists) on `exec`: the same lists
+    /// and errors (the order inside a list may differ from
+    /// `neighbor_lists`', and is the same for every executor). The default
+    /// counts degrees with [`par_gather`](Self::par_gather), sums them in
+    /// parallel, and fills each task's range of lists in
+    /// [`for_each_neighbor`](Self::for_each_neighbor)'s order.
+    ///
+    /// # Errors
+    /// As [`neighbor_lists`](Self::neighbor_lists).
+    fn par_neighbor_lists<E: Executor>(
+        &self,
+        exec: &E,
+        offsets: &mut [u32],
+        indices: &mut [u32],
+    ) -> Result<usize, Error>
+    where
+        Self: Sync,
+    {
+        let n = self.len();
+        let available = offsets.len();
+        let offsets = offsets.get_mut(..=n).ok_or(Error::BufferTooSmall {
+            needed: n + 1,
+            available,
+        })?;
+        offsets.fill(0);
+        self.par_gather(exec, &mut offsets[..n], |_, d, _, _| *d += 1)?;
+        let mut scratch = [0u32; PREFIX_TASKS];
+        let total = exclusive_prefix_sum(exec, offsets, &mut scratch) as usize;
+        if total > indices.len() || total >= u32::MAX as usize {
+            return Err(Error::BufferTooSmall {
+                needed: total,
+                available: indices.len(),
+            });
+        }
+        let starts = &*offsets;
+        let cuts = |t: usize| {
+            starts
+                .get((t * GATHER_GRAIN).min(n))
+                .map_or(usize::MAX, |&o| o as usize)
+        };
+        exec.run(
+            task_count(n, GATHER_GRAIN),
+            Parts::cut(&mut indices[..total], cuts),
+            |t, mut part| {
+                let base = part.start();
+                let dst = part.slice();
+                let lo = (t * GATHER_GRAIN).min(n);
+                let hi = (lo + GATHER_GRAIN).min(n);
+                for (i, &start) in starts.iter().enumerate().take(hi).skip(lo) {
+                    let mut at = (start as usize).saturating_sub(base);
+                    let _ = self.for_each_neighbor(i as u32, |j, _| {
+                        if let Some(d) = dst.get_mut(at) {
+                            *d = j;
+                        }
+                        at += 1;
+                    });
+                }
+            },
+        );
+        Ok(total)
+    }
 }
 
 /// Collision broad phase over boxes with caller-chosen ids.
@@ -284,4 +449,46 @@ pub trait BroadPhase<B: BoundingBox> {
     /// # Errors
     /// [`Error::NonFinite`] or [`Error::InvertedBox`] for a bad query box.
     fn query<F: FnMut(u32)>(&mut self, aabb: &B, f: F) -> Result<(), Error>;
+
+    // ----- Parallel forms (see [`crate::exec`]): the same answers for
+    // ----- every executor and every number of workers.
+
+    /// How many sinks [`par_for_each_overlap`](Self::par_for_each_overlap)
+    /// fills: one per task, fixed by the stored boxes (never by the number
+    /// of workers). The default, 1, is the serial detection.
+    fn overlap_tasks(&self) -> usize {
+        1
+    }
+
+    /// Every overlapping pair once, as
+    /// [`for_each_overlap`](Self::for_each_overlap), found by tasks on
+    /// `exec`: task `t` calls `f(&mut sinks[t], a, b)` for its share. The
+    /// caller gives [`overlap_tasks`](Self::overlap_tasks) sinks and
+    /// combines them in sink order; each sink's pairs and their order are
+    /// the same for every executor.
+    ///
+    /// # Errors
+    /// [`Error::BufferTooSmall`] with fewer than `overlap_tasks()` sinks
+    /// (nothing is called), or [`for_each_overlap`](Self::for_each_overlap)'s
+    /// errors.
+    fn par_for_each_overlap<E, K, F>(
+        &mut self,
+        exec: &E,
+        sinks: &mut [K],
+        f: F,
+    ) -> Result<(), Error>
+    where
+        E: Executor,
+        K: Send,
+        F: Fn(&mut K, u32, u32) + Sync,
+        Self: Send + Sync,
+    {
+        let _ = exec;
+        let available = sinks.len();
+        let sink = sinks.first_mut().ok_or(Error::BufferTooSmall {
+            needed: 1,
+            available,
+        })?;
+        self.for_each_overlap(|a, b| f(sink, a, b))
+    }
 }

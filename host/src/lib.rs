@@ -15,6 +15,7 @@
 pub mod boxes;
 pub mod make;
 pub mod oracle;
+pub mod par;
 pub mod pouchol;
 pub mod rng;
 pub mod runtime;
