@@ -13,6 +13,7 @@
 //! | [`kd`] | `KD_REPORT.md`, `kd_report.svg` | `--quick`, `--max-n N`, `--out DIR` |
 //! | [`hhash`] | `HHASH_REPORT.md`, `hhash_*.svg` | `--quick`, `--only bp,nns,3d,len`, `--out DIR` |
 //! | [`sph`] | `SPH_REPORT.md` | `--quick`, `--n N`, `--out DIR` |
+//! | [`threads`] | `THREADS_REPORT.md` | `--threads 1,2,4`, `--n N`, `--only SECTIONS`, `--quick`, `--print`, `--out DIR` |
 //!
 //! Without an experiment name (no argument, or options only) the generator
 //! runs `neighbors`, as `--bin report` always did. Every experiment measures
@@ -30,6 +31,8 @@ pub mod hhash;
 pub mod kd;
 pub mod neighbors;
 pub mod sph;
+pub mod threads;
+pub mod threads_neighbors;
 
 /// Every experiment, in the order `all` runs them.
 pub const ALL: [&str; 5] = ["neighbors", "bp", "kd", "hhash", "sph"];
@@ -42,6 +45,7 @@ pub fn run(name: &str, args: &[String]) -> ExitCode {
         "kd" => kd::main(args),
         "hhash" => hhash::main(args),
         "sph" => sph::main(args),
+        "threads" => threads::main(args),
         other => {
             eprintln!("unknown experiment {other}; one of {}, all", ALL.join(", "));
             ExitCode::FAILURE
