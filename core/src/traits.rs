@@ -261,25 +261,7 @@ pub trait NeighborSearch<P: Point> {
         F: Fn(u32, &mut T, u32, f32) + Sync,
         Self: Sync,
     {
-        let n = self.len();
-        let available = out.len();
-        let out = out.get_mut(..n).ok_or(Error::BufferTooSmall {
-            needed: n,
-            available,
-        })?;
-        exec.run(
-            task_count(n, GATHER_GRAIN),
-            Parts::chunks(out, GATHER_GRAIN),
-            |_, mut part| {
-                let start = part.start();
-                for (k, o) in part.slice().iter_mut().enumerate() {
-                    let i = (start + k) as u32;
-                    // `i < len()`: the call cannot fail.
-                    let _ = self.for_each_neighbor(i, |j, d2| f(i, o, j, d2));
-                }
-            },
-        );
-        Ok(())
+        gather_by_id(self, exec, out, f)
     }
 
     /// [`neighbor_lists`](Self::neighbor_lists) on `exec`: the same lists
@@ -300,49 +282,105 @@ pub trait NeighborSearch<P: Point> {
     where
         Self: Sync,
     {
-        let n = self.len();
-        let available = offsets.len();
-        let offsets = offsets.get_mut(..=n).ok_or(Error::BufferTooSmall {
-            needed: n + 1,
-            available,
-        })?;
-        offsets.fill(0);
-        self.par_gather(exec, &mut offsets[..n], |_, d, _, _| *d += 1)?;
-        let mut scratch = [0u32; PREFIX_TASKS];
-        let total = exclusive_prefix_sum(exec, offsets, &mut scratch) as usize;
-        if total > indices.len() || total >= u32::MAX as usize {
-            return Err(Error::BufferTooSmall {
-                needed: total,
-                available: indices.len(),
-            });
-        }
-        let starts = &*offsets;
-        let cuts = |t: usize| {
-            starts
-                .get((t * GATHER_GRAIN).min(n))
-                .map_or(usize::MAX, |&o| o as usize)
-        };
-        exec.run(
-            task_count(n, GATHER_GRAIN),
-            Parts::cut(&mut indices[..total], cuts),
-            |t, mut part| {
-                let base = part.start();
-                let dst = part.slice();
-                let lo = (t * GATHER_GRAIN).min(n);
-                let hi = (lo + GATHER_GRAIN).min(n);
-                for (i, &start) in starts.iter().enumerate().take(hi).skip(lo) {
-                    let mut at = (start as usize).saturating_sub(base);
-                    let _ = self.for_each_neighbor(i as u32, |j, _| {
-                        if let Some(d) = dst.get_mut(at) {
-                            *d = j;
-                        }
-                        at += 1;
-                    });
-                }
-            },
-        );
-        Ok(total)
+        lists_by_id(self, exec, offsets, indices)
     }
+}
+
+/// [`NeighborSearch::par_gather`]'s default: tasks of contiguous ids, each
+/// particle's neighbours through [`NeighborSearch::for_each_neighbor`].
+/// Structures that override `par_gather` call it for the cases their sweep
+/// does not cover.
+///
+/// # Errors
+/// As [`NeighborSearch::par_gather`].
+pub fn gather_by_id<P, N, E, T, F>(search: &N, exec: &E, out: &mut [T], f: F) -> Result<(), Error>
+where
+    P: Point,
+    N: NeighborSearch<P> + Sync + ?Sized,
+    E: Executor,
+    T: Send,
+    F: Fn(u32, &mut T, u32, f32) + Sync,
+{
+    let n = search.len();
+    let available = out.len();
+    let out = out.get_mut(..n).ok_or(Error::BufferTooSmall {
+        needed: n,
+        available,
+    })?;
+    exec.run(
+        task_count(n, GATHER_GRAIN),
+        Parts::chunks(out, GATHER_GRAIN),
+        |_, mut part| {
+            let start = part.start();
+            for (k, o) in part.slice().iter_mut().enumerate() {
+                let i = (start + k) as u32;
+                // `i < len()`: the call cannot fail.
+                let _ = search.for_each_neighbor(i, |j, d2| f(i, o, j, d2));
+            }
+        },
+    );
+    Ok(())
+}
+
+/// [`NeighborSearch::par_neighbor_lists`]' default: degrees by
+/// [`NeighborSearch::par_gather`], a parallel prefix sum, and the lists of
+/// each task's ids filled in [`NeighborSearch::for_each_neighbor`]'s order.
+///
+/// # Errors
+/// As [`NeighborSearch::neighbor_lists`].
+pub fn lists_by_id<P, N, E>(
+    search: &N,
+    exec: &E,
+    offsets: &mut [u32],
+    indices: &mut [u32],
+) -> Result<usize, Error>
+where
+    P: Point,
+    N: NeighborSearch<P> + Sync + ?Sized,
+    E: Executor,
+{
+    let n = search.len();
+    let available = offsets.len();
+    let offsets = offsets.get_mut(..=n).ok_or(Error::BufferTooSmall {
+        needed: n + 1,
+        available,
+    })?;
+    offsets.fill(0);
+    search.par_gather(exec, &mut offsets[..n], |_, d, _, _| *d += 1)?;
+    let mut scratch = [0u32; PREFIX_TASKS];
+    let total = exclusive_prefix_sum(exec, offsets, &mut scratch) as usize;
+    if total > indices.len() || total >= u32::MAX as usize {
+        return Err(Error::BufferTooSmall {
+            needed: total,
+            available: indices.len(),
+        });
+    }
+    let starts = &*offsets;
+    let cuts = |t: usize| {
+        starts
+            .get((t * GATHER_GRAIN).min(n))
+            .map_or(usize::MAX, |&o| o as usize)
+    };
+    exec.run(
+        task_count(n, GATHER_GRAIN),
+        Parts::cut(&mut indices[..total], cuts),
+        |t, mut part| {
+            let base = part.start();
+            let dst = part.slice();
+            let lo = (t * GATHER_GRAIN).min(n);
+            let hi = (lo + GATHER_GRAIN).min(n);
+            for (i, &start) in starts.iter().enumerate().take(hi).skip(lo) {
+                let mut at = (start as usize).saturating_sub(base);
+                let _ = search.for_each_neighbor(i as u32, |j, _| {
+                    if let Some(d) = dst.get_mut(at) {
+                        *d = j;
+                    }
+                    at += 1;
+                });
+            }
+        },
+    );
+    Ok(total)
 }
 
 /// Collision broad phase over boxes with caller-chosen ids.

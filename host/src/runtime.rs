@@ -5,6 +5,7 @@
 //! [`BroadKind`] name them (for flags and menus). Used by the demo, the
 //! SPH benchmark and the WASM page; generic over the dimension.
 
+use spatium::exec::Executor;
 use spatium::hhash::{
     ClassHash, HashBucket, HashConfig, HashEntry, Hierarchical, Multilevel, Scheme,
 };
@@ -243,6 +244,51 @@ impl<P: Point> NeighborSearch<P> for AnySearch<P> {
     fn spatial_order(&self, order: &mut [u32]) -> Result<(), Error> {
         with_search!(self, s => NeighborSearch::spatial_order(s, order))
     }
+
+    fn par_build<E: Executor>(
+        &mut self,
+        exec: &E,
+        positions: &[P],
+        radius: f32,
+    ) -> Result<(), Error> {
+        with_search!(self, s => NeighborSearch::par_build(s, exec, positions, radius))
+    }
+
+    fn pair_tasks(&self) -> usize {
+        with_search!(self, s => NeighborSearch::pair_tasks(s))
+    }
+
+    fn par_for_each_pair<E, K, F>(&self, exec: &E, sinks: &mut [K], f: F) -> Result<(), Error>
+    where
+        E: Executor,
+        K: Send,
+        F: Fn(&mut K, u32, u32, f32) + Sync,
+        Self: Sync,
+    {
+        with_search!(self, s => NeighborSearch::par_for_each_pair(s, exec, sinks, f))
+    }
+
+    fn par_gather<E, T, F>(&self, exec: &E, out: &mut [T], f: F) -> Result<(), Error>
+    where
+        E: Executor,
+        T: Send,
+        F: Fn(u32, &mut T, u32, f32) + Sync,
+        Self: Sync,
+    {
+        with_search!(self, s => NeighborSearch::par_gather(s, exec, out, f))
+    }
+
+    fn par_neighbor_lists<E: Executor>(
+        &self,
+        exec: &E,
+        offsets: &mut [u32],
+        indices: &mut [u32],
+    ) -> Result<usize, Error>
+    where
+        Self: Sync,
+    {
+        with_search!(self, s => NeighborSearch::par_neighbor_lists(s, exec, offsets, indices))
+    }
 }
 
 /// A broad phase over `Vec`s, chosen at run time.
@@ -399,6 +445,25 @@ impl<B: BoundingBox> BroadPhase<B> for AnyBroad<B> {
 
     fn query<F: FnMut(u32)>(&mut self, aabb: &B, f: F) -> Result<(), Error> {
         with_broad!(self, b => BroadPhase::query(b, aabb, f))
+    }
+
+    fn overlap_tasks(&self) -> usize {
+        with_broad!(self, b => BroadPhase::overlap_tasks(b))
+    }
+
+    fn par_for_each_overlap<E, K, F>(
+        &mut self,
+        exec: &E,
+        sinks: &mut [K],
+        f: F,
+    ) -> Result<(), Error>
+    where
+        E: Executor,
+        K: Send,
+        F: Fn(&mut K, u32, u32) + Sync,
+        Self: Send + Sync,
+    {
+        with_broad!(self, b => BroadPhase::par_for_each_overlap(b, exec, sinks, f))
     }
 }
 

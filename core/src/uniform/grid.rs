@@ -82,19 +82,39 @@ impl<P: Point> Grid<P> {
         capacity: usize,
     ) -> Result<(Self, P, P), Error> {
         // Radius, table and count are refused before the positions are read.
-        let mut grid = Self::new(radius, P::ZERO, table_len)?;
-        let Some(&first) = positions.first() else {
-            return Ok((grid, P::ZERO, P::ZERO));
-        };
+        Self::new(radius, P::ZERO, table_len)?;
         if positions.len() > capacity {
             return Err(Error::CapacityExceeded { capacity });
         }
-        let (mut lo, mut hi) = (first, first);
-        let mut finite = true;
-        for &p in positions {
-            finite &= p.is_finite();
-            lo = lo.min(p);
-            hi = hi.max(p);
+        let bounds = positions.first().map(|&first| {
+            let (mut lo, mut hi) = (first, first);
+            let mut finite = true;
+            for &p in positions {
+                finite &= p.is_finite();
+                lo = lo.min(p);
+                hi = hi.max(p);
+            }
+            (lo, hi, finite)
+        });
+        Self::fit_with_bounds(radius, positions.len(), bounds, table_len, capacity)
+    }
+
+    /// As [`fit_bounds`](Self::fit_bounds) for `n` positions whose corners
+    /// and finiteness were found elsewhere (`None` for no positions): the
+    /// parallel build computes them in tasks.
+    pub(crate) fn fit_with_bounds(
+        radius: f32,
+        n: usize,
+        bounds: Option<(P, P, bool)>,
+        table_len: usize,
+        capacity: usize,
+    ) -> Result<(Self, P, P), Error> {
+        let mut grid = Self::new(radius, P::ZERO, table_len)?;
+        let Some((lo, hi, finite)) = bounds else {
+            return Ok((grid, P::ZERO, P::ZERO));
+        };
+        if n > capacity {
+            return Err(Error::CapacityExceeded { capacity });
         }
         if !finite {
             return Err(Error::NonFinite);

@@ -13,6 +13,8 @@ use crate::storage::Storage;
 use crate::table::{NONE, advance_stamp};
 use crate::traits::NeighborSearch;
 
+mod par;
+
 /// A table slot: the build it was written in and the first run of its chain.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -218,6 +220,42 @@ impl<P: Point> Runs<'_, P> {
             }
         }
         None
+    }
+
+    /// The first run whose key is at least `want` (`runs` if none).
+    fn lower_bound(&self, want: u64) -> usize {
+        let (mut lo, mut hi) = (0usize, self.runs);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.key(mid) < want {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
+    /// Places one cursor per stencil row where a sweep from run 0 would
+    /// have left it just before run `s0` (a sweep of a later range starts
+    /// in the same state as the whole sweep at that run). Run 0 keeps the
+    /// fresh cursors.
+    fn place(&self, s0: usize, rows: &[P::Cell], cursors: &mut [RowCursor]) {
+        if s0 == 0 || s0 >= self.runs {
+            return;
+        }
+        let c = self.cell(s0);
+        for (&row, cur) in rows.iter().zip(cursors.iter_mut()) {
+            let lo = P::cell_row_key(P::cell_add(c, row)) - 1;
+            let b = self.lower_bound(lo);
+            let kb = self.key(b);
+            *cur = RowCursor {
+                b,
+                kb,
+                e: b,
+                ke: kb,
+            };
+        }
     }
 
     /// The sorted-position ranges of the given stencil rows around run `s`
@@ -432,6 +470,33 @@ where
         Ok(())
     }
 
+    /// The end of every build: indexes the runs by cell when the table has
+    /// two slots per run, and records the build.
+    fn finish_build(&mut self, grid: Grid<P>, n: usize, runs: usize, identity: bool) {
+        let table = self.table.as_mut();
+        let parts = &self.particles.as_ref()[..n];
+        let records = self.records.as_ref();
+        if indexes(runs, table.len()) {
+            advance_stamp(&mut self.stamp, || table.fill(TableSlot::EMPTY));
+            let mask = table.len() - 1;
+            for (s, rec) in records[..runs].iter().enumerate() {
+                let c = grid.cell_unchecked(parts[rec.start as usize].pos);
+                let mut slot = grid.bucket(c) as usize;
+                while table[slot].stamp == self.stamp {
+                    slot = (slot + 1) & mask;
+                }
+                table[slot] = TableSlot {
+                    stamp: self.stamp,
+                    slot: s as u32,
+                };
+            }
+        }
+        self.grid = grid;
+        self.len = n as u32;
+        self.runs = runs as u32;
+        self.identity = identity;
+    }
+
     /// The read-only view of the runs.
     #[inline(always)]
     fn view(&self) -> Runs<'_, P> {
@@ -496,16 +561,76 @@ where
     /// Calls `f(k, rows)` for every sorted position `k`, in order, with the
     /// ranges of the 9 (3D) or 3 (2D) stencil rows around its cell.
     #[inline(always)]
-    fn sweep_rows(&self, mut f: impl FnMut(usize, &[(u32, u32)])) {
+    fn sweep_rows(&self, f: impl FnMut(usize, &[(u32, u32)])) {
         let v = self.view();
+        self.sweep_rows_in(&v, 0, v.runs, f);
+    }
+
+    /// [`sweep_rows`](Self::sweep_rows) over runs `s0..s1` only.
+    #[inline(always)]
+    fn sweep_rows_in(
+        &self,
+        v: &Runs<'_, P>,
+        s0: usize,
+        s1: usize,
+        mut f: impl FnMut(usize, &[(u32, u32)]),
+    ) {
         let nrows = P::ROWS.len().min(MAX_ROWS);
         let mut cursors = [RowCursor::new(v.key(0)); MAX_ROWS];
+        v.place(s0, &P::ROWS[..nrows], &mut cursors[..nrows]);
         let mut ranges = [(0u32, 0u32); MAX_ROWS];
-        for s in 0..v.runs {
+        for s in s0..s1.min(v.runs) {
             v.rows(s, P::ROWS, &mut cursors[..nrows], &mut ranges[..nrows]);
             let (lo, hi) = v.range(s);
             for k in lo..hi {
                 f(k, &ranges[..nrows]);
+            }
+        }
+    }
+
+    /// The pairs of runs `s0..s1` (each run's own pairs, then against the
+    /// next cell of its row and the forward rows), into `out`.
+    #[inline(always)]
+    fn pair_range<F: FnMut(u32, u32, f32)>(
+        &self,
+        v: &Runs<'_, P>,
+        s0: usize,
+        s1: usize,
+        out: &mut Batch<F>,
+    ) {
+        let parts = v.parts;
+        let nrows = P::HALF_ROWS.len().min(MAX_HALF_ROWS);
+        let mut cursors = [RowCursor::new(v.key(0)); MAX_HALF_ROWS];
+        v.place(s0, &P::HALF_ROWS[..nrows], &mut cursors[..nrows]);
+        let mut ranges = [(0u32, 0u32); MAX_HALF_ROWS];
+        let mut next_key = v.key(s0);
+        for s in s0..s1.min(v.runs) {
+            let key = next_key;
+            next_key = v.key(s + 1);
+            let (lo, hi) = v.range(s);
+            let mine = &parts[lo..hi];
+            // The slices of the forward cells: the next cell of the row,
+            // then the three cells of each forward row.
+            let mut fwd = [(0u32, 0u32); MAX_HALF_ROWS + 1];
+            v.rows(s, P::HALF_ROWS, &mut cursors[..nrows], &mut ranges[..nrows]);
+            let mut m = 0;
+            if next_key == key + 1 {
+                let (lo2, hi2) = v.range(s + 1);
+                fwd[0] = (lo2 as u32, hi2 as u32);
+                m = 1;
+            }
+            for &r in &ranges[..nrows] {
+                if r.0 < r.1 {
+                    fwd[m] = r;
+                    m += 1;
+                }
+            }
+            for (x, a) in mine.iter().enumerate() {
+                out.begin(a.id);
+                out.add(a.pos, &mine[x + 1..]);
+                for &(lo2, hi2) in &fwd[..m] {
+                    out.add(a.pos, &parts[lo2 as usize..hi2 as usize]);
+                }
             }
         }
     }
@@ -530,6 +655,28 @@ where
         }
         cursor
     }
+}
+
+/// Sorts input that is not in cell order into `parts` / `records` (dense
+/// counting sort over the bounding box's cells, else through the hashed
+/// table, else by comparison) and marks the runs; returns their number.
+#[allow(clippy::too_many_arguments)]
+fn sort_unsorted<P: Point>(
+    grid: &Grid<P>,
+    lo: P,
+    hi: P,
+    positions: &[P],
+    table: &mut [TableSlot],
+    stamp: &mut u32,
+    parts: &mut [SortedParticle<P>],
+    records: &mut [CellRecord<P>],
+) -> usize {
+    if let Some(d) = DenseBox::new(grid, lo, hi, table.len()) {
+        d.sort(grid, positions, table, parts, records);
+    } else if !counting_sort(grid, positions, table, stamp, parts, records) {
+        comparison_sort(grid, positions, parts, records);
+    }
+    mark_runs(grid, parts, records)
 }
 
 /// Copies `positions` if they are already in cell order, marking the runs
@@ -784,42 +931,87 @@ where
         )?;
         // Validated: from here on nothing can fail.
         let n = positions.len();
-        let table = self.table.as_mut();
         let parts = &mut self.particles.as_mut()[..n];
         let records = &mut self.records.as_mut()[..n];
         let (runs, identity) = match copy_if_sorted(&grid, positions, parts, records) {
             Some(runs) => (runs, true),
-            None => {
-                let dense = DenseBox::new(&grid, lo, hi, table.len());
-                if let Some(d) = dense {
-                    d.sort(&grid, positions, table, parts, records);
-                } else if !counting_sort(&grid, positions, table, &mut self.stamp, parts, records) {
-                    comparison_sort(&grid, positions, parts, records);
-                }
-                (mark_runs(&grid, parts, records), false)
-            }
+            None => (
+                sort_unsorted(
+                    &grid,
+                    lo,
+                    hi,
+                    positions,
+                    self.table.as_mut(),
+                    &mut self.stamp,
+                    parts,
+                    records,
+                ),
+                false,
+            ),
         };
-        // Index the runs by cell when the table has two slots per run.
-        if indexes(runs, table.len()) {
-            advance_stamp(&mut self.stamp, || table.fill(TableSlot::EMPTY));
-            let mask = table.len() - 1;
-            for s in 0..runs {
-                let c = grid.cell_unchecked(parts[records[s].start as usize].pos);
-                let mut slot = grid.bucket(c) as usize;
-                while table[slot].stamp == self.stamp {
-                    slot = (slot + 1) & mask;
-                }
-                table[slot] = TableSlot {
-                    stamp: self.stamp,
-                    slot: s as u32,
-                };
-            }
-        }
-        self.grid = grid;
-        self.len = n as u32;
-        self.runs = runs as u32;
-        self.identity = identity;
+        self.finish_build(grid, n, runs, identity);
         Ok(())
+    }
+
+    fn par_build<E: crate::exec::Executor>(
+        &mut self,
+        exec: &E,
+        positions: &[P],
+        radius: f32,
+    ) -> Result<(), Error> {
+        self.par_build_impl(exec, positions, radius)
+    }
+
+    fn pair_tasks(&self) -> usize {
+        self.run_tasks().0
+    }
+
+    fn par_for_each_pair<E, K, F>(&self, exec: &E, sinks: &mut [K], f: F) -> Result<(), Error>
+    where
+        E: crate::exec::Executor,
+        K: Send,
+        F: Fn(&mut K, u32, u32, f32) + Sync,
+        Self: Sync,
+    {
+        self.par_pairs_impl(exec, sinks, f)
+    }
+
+    /// In the structure's order (the last build's input was in cell order:
+    /// see [`NeighborSearch::spatial_order`]) tasks sweep ranges of cells
+    /// with forward cursors, as the serial sweeps do; otherwise the trait's
+    /// default (each particle's neighbours through the table, in tasks of
+    /// contiguous ids).
+    fn par_gather<E, U, F>(&self, exec: &E, out: &mut [U], f: F) -> Result<(), Error>
+    where
+        E: crate::exec::Executor,
+        U: Send,
+        F: Fn(u32, &mut U, u32, f32) + Sync,
+        Self: Sync,
+    {
+        if self.identity {
+            self.par_gather_sweep(exec, out, f)
+        } else {
+            crate::traits::gather_by_id(self, exec, out, f)
+        }
+    }
+
+    /// In the structure's order, tasks sweep ranges of cells and write the
+    /// same lists as [`neighbor_lists`](NeighborSearch::neighbor_lists);
+    /// otherwise the trait's default.
+    fn par_neighbor_lists<E: crate::exec::Executor>(
+        &self,
+        exec: &E,
+        offsets: &mut [u32],
+        indices: &mut [u32],
+    ) -> Result<usize, Error>
+    where
+        Self: Sync,
+    {
+        if self.identity {
+            self.par_lists_sweep(exec, offsets, indices)
+        } else {
+            crate::traits::lists_by_id(self, exec, offsets, indices)
+        }
     }
 
     fn len(&self) -> usize {
@@ -934,41 +1126,8 @@ where
     /// cell of its row and the forward rows, found by cursors.
     fn for_each_pair<F: FnMut(u32, u32, f32)>(&self, f: F) {
         let v = self.view();
-        let parts = v.parts;
-        let nrows = P::HALF_ROWS.len().min(MAX_HALF_ROWS);
-        let mut cursors = [RowCursor::new(v.key(0)); MAX_HALF_ROWS];
-        let mut ranges = [(0u32, 0u32); MAX_HALF_ROWS];
         let mut out = Batch::new(f, self.grid.radius_sq());
-        let mut next_key = v.key(0);
-        for s in 0..v.runs {
-            let key = next_key;
-            next_key = v.key(s + 1);
-            let (lo, hi) = v.range(s);
-            let mine = &parts[lo..hi];
-            // The slices of the forward cells: the next cell of the row,
-            // then the three cells of each forward row.
-            let mut fwd = [(0u32, 0u32); MAX_HALF_ROWS + 1];
-            v.rows(s, P::HALF_ROWS, &mut cursors[..nrows], &mut ranges[..nrows]);
-            let mut m = 0;
-            if next_key == key + 1 {
-                let (lo2, hi2) = v.range(s + 1);
-                fwd[0] = (lo2 as u32, hi2 as u32);
-                m = 1;
-            }
-            for &r in &ranges[..nrows] {
-                if r.0 < r.1 {
-                    fwd[m] = r;
-                    m += 1;
-                }
-            }
-            for (x, a) in mine.iter().enumerate() {
-                out.begin(a.id);
-                out.add(a.pos, &mine[x + 1..]);
-                for &(lo2, hi2) in &fwd[..m] {
-                    out.add(a.pos, &parts[lo2 as usize..hi2 as usize]);
-                }
-            }
-        }
+        self.pair_range(&v, 0, v.runs, &mut out);
         out.flush();
     }
 }

@@ -1,0 +1,364 @@
+//! The cell-sorted hash on many workers ([`crate::exec`]).
+//!
+//! * Build: the bounds of the input in tasks of particles; input already in
+//!   the structure's order (the common case of a caller that renumbers with
+//!   [`NeighborSearch::spatial_order`]) is checked and copied in tasks, the
+//!   runs counted per task, summed, and marked in a second pass over
+//!   disjoint ranges of runs. Other input is sorted on the calling thread
+//!   (a parallel scatter cannot be cut into disjoint pieces in safe Rust),
+//!   and the table index of the runs is written on the calling thread too
+//!   (linear probing crosses any split of the table).
+//! * Sweeps (pairs, gathers, lists): tasks over ranges of runs, each
+//!   starting its row cursors by bisection where a whole sweep would have
+//!   them, so each task sees exactly what the serial sweep sees there.
+//!
+//! Task boundaries depend on the particle and run counts only, so every
+//! result is the same for every executor and number of workers.
+
+use super::*;
+use crate::exec::{Executor, Parts, exclusive_prefix_sum, task_split};
+
+/// Particles per task of the build's passes.
+const BUILD_GRAIN: usize = 16 * 1024;
+/// Runs (occupied cells) per task of the sweeps.
+const RUN_GRAIN: usize = 512;
+/// Most tasks of one call: per-task results live in stack arrays of this
+/// length (the grain widens beyond it).
+const MAX_TASKS: usize = 256;
+
+/// Bounds of a slice of positions: corners and whether all are finite.
+#[derive(Clone, Copy)]
+struct Bounds<P> {
+    lo: P,
+    hi: P,
+    finite: bool,
+}
+
+impl<P: Point> Bounds<P> {
+    fn of(ps: &[P]) -> Option<Self> {
+        let &first = ps.first()?;
+        let mut b = Self {
+            lo: first,
+            hi: first,
+            finite: true,
+        };
+        for &p in ps {
+            b.finite &= p.is_finite();
+            b.lo = b.lo.min(p);
+            b.hi = b.hi.max(p);
+        }
+        Some(b)
+    }
+
+    fn join(self, o: Self) -> Self {
+        Self {
+            lo: self.lo.min(o.lo),
+            hi: self.hi.max(o.hi),
+            finite: self.finite && o.finite,
+        }
+    }
+}
+
+/// What one task of the identity check found: whether its particles are in
+/// cell order (against the particle before the task too), and how many runs
+/// start in it.
+#[derive(Clone, Copy, Default)]
+struct Piece {
+    sorted: bool,
+    runs: u32,
+}
+
+impl<P, T, S, C> CellSortedHash<P, T, S, C>
+where
+    P: Point,
+    T: Storage<TableSlot>,
+    S: Storage<SortedParticle<P>>,
+    C: Storage<CellRecord<P>>,
+{
+    /// `(tasks, runs per task)` of the parallel sweeps of the last build.
+    pub(super) fn run_tasks(&self) -> (usize, usize) {
+        task_split(self.runs as usize, RUN_GRAIN, MAX_TASKS)
+    }
+
+    pub(super) fn par_build_impl<E: Executor>(
+        &mut self,
+        exec: &E,
+        positions: &[P],
+        radius: f32,
+    ) -> Result<(), Error> {
+        let n = positions.len();
+        let (tasks, grain) = task_split(n, BUILD_GRAIN, MAX_TASKS);
+        let mut bounds = [None; MAX_TASKS];
+        exec.run(tasks, Parts::chunks(&mut bounds[..tasks], 1), |t, mut b| {
+            let lo = (t * grain).min(n);
+            let hi = (lo + grain).min(n);
+            if let Some(b) = b.slice().first_mut() {
+                *b = Bounds::of(&positions[lo..hi]);
+            }
+        });
+        let all = bounds[..tasks]
+            .iter()
+            .flatten()
+            .copied()
+            .reduce(Bounds::join)
+            .map(|b| (b.lo, b.hi, b.finite));
+        let (grid, lo, hi) =
+            Grid::fit_with_bounds(radius, n, all, self.table.as_ref().len(), self.capacity())?;
+        // Validated: from here on nothing can fail.
+        let parts = &mut self.particles.as_mut()[..n];
+        let records = &mut self.records.as_mut()[..n];
+        let (runs, identity) = match par_copy_if_sorted(exec, &grid, positions, parts, records) {
+            Some(runs) => (runs, true),
+            None => (
+                sort_unsorted(
+                    &grid,
+                    lo,
+                    hi,
+                    positions,
+                    self.table.as_mut(),
+                    &mut self.stamp,
+                    parts,
+                    records,
+                ),
+                false,
+            ),
+        };
+        self.finish_build(grid, n, runs, identity);
+        Ok(())
+    }
+
+    pub(super) fn par_pairs_impl<E, K, F>(
+        &self,
+        exec: &E,
+        sinks: &mut [K],
+        f: F,
+    ) -> Result<(), Error>
+    where
+        E: Executor,
+        K: Send,
+        F: Fn(&mut K, u32, u32, f32) + Sync,
+        Self: Sync,
+    {
+        let (tasks, grain) = self.run_tasks();
+        let available = sinks.len();
+        let sinks = sinks.get_mut(..tasks).ok_or(Error::BufferTooSmall {
+            needed: tasks,
+            available,
+        })?;
+        let v = self.view();
+        let r2 = self.grid.radius_sq();
+        exec.run(tasks, Parts::chunks(sinks, 1), |t, mut sink| {
+            let Some(sink) = sink.slice().first_mut() else {
+                return;
+            };
+            let s0 = t * grain;
+            let mut out = Batch::new(|i, j, d2| f(sink, i, j, d2), r2);
+            self.pair_range(&v, s0, s0 + grain, &mut out);
+            out.flush();
+        });
+        Ok(())
+    }
+
+    /// First sorted position of task `t`'s runs.
+    #[inline]
+    fn task_start(&self, v: &Runs<'_, P>, t: usize, grain: usize) -> usize {
+        v.start(t.saturating_mul(grain).min(v.runs))
+    }
+
+    /// The gather in storage order (`self.identity`: id = sorted position).
+    pub(super) fn par_gather_sweep<E, U, F>(
+        &self,
+        exec: &E,
+        out: &mut [U],
+        f: F,
+    ) -> Result<(), Error>
+    where
+        E: Executor,
+        U: Send,
+        F: Fn(u32, &mut U, u32, f32) + Sync,
+        Self: Sync,
+    {
+        let n = self.len as usize;
+        let available = out.len();
+        let out = out.get_mut(..n).ok_or(Error::BufferTooSmall {
+            needed: n,
+            available,
+        })?;
+        let v = self.view();
+        let (tasks, grain) = self.run_tasks();
+        let r2 = self.grid.radius_sq();
+        let cuts = |t: usize| self.task_start(&v, t, grain);
+        exec.run(tasks, Parts::cut(out, cuts), |t, mut piece| {
+            let base = piece.start();
+            let outs = piece.slice();
+            let s0 = t * grain;
+            self.sweep_rows_in(&v, s0, s0 + grain, |k, rows| {
+                let Some(o) = outs.get_mut(k - base) else {
+                    return;
+                };
+                let me = v.parts[k].pos;
+                let id = k as u32;
+                for &(lo, hi) in rows {
+                    let (lo, hi) = (lo as usize, hi as usize);
+                    for_each_distance(me, &v.parts[lo..hi], |b, d2| {
+                        if d2 < r2 && b.id != id {
+                            f(id, o, b.id, d2);
+                        }
+                    });
+                }
+            });
+        });
+        Ok(())
+    }
+
+    /// The lists in storage order: degrees per task, a parallel prefix sum,
+    /// each task's lists written into its own range.
+    pub(super) fn par_lists_sweep<E: Executor>(
+        &self,
+        exec: &E,
+        offsets: &mut [u32],
+        indices: &mut [u32],
+    ) -> Result<usize, Error>
+    where
+        Self: Sync,
+    {
+        let n = self.len as usize;
+        let available = offsets.len();
+        let offsets = offsets.get_mut(..=n).ok_or(Error::BufferTooSmall {
+            needed: n + 1,
+            available,
+        })?;
+        let v = self.view();
+        let (tasks, grain) = self.run_tasks();
+        // Degrees at offsets[k], then starts by an exclusive prefix sum.
+        offsets[n] = 0;
+        {
+            let cuts = |t: usize| self.task_start(&v, t, grain);
+            exec.run(
+                tasks,
+                Parts::cut(&mut offsets[..n], cuts),
+                |t, mut piece| {
+                    let base = piece.start();
+                    let degs = piece.slice();
+                    let s0 = t * grain;
+                    self.sweep_rows_in(&v, s0, s0 + grain, |k, rows| {
+                        if let Some(d) = degs.get_mut(k - base) {
+                            *d = self.gather_one(k, rows, &mut [], 0) as u32;
+                        }
+                    });
+                },
+            );
+        }
+        let mut scratch = [0u32; MAX_TASKS];
+        let total = exclusive_prefix_sum(exec, offsets, &mut scratch) as usize;
+        if total > indices.len() || total >= NONE as usize {
+            return Err(Error::BufferTooSmall {
+                needed: total,
+                available: indices.len(),
+            });
+        }
+        let starts = &*offsets;
+        let cuts = |t: usize| starts[self.task_start(&v, t, grain)] as usize;
+        exec.run(
+            tasks,
+            Parts::cut(&mut indices[..total], cuts),
+            |t, mut piece| {
+                let dst = piece.slice();
+                let mut cursor = 0;
+                let s0 = t * grain;
+                self.sweep_rows_in(&v, s0, s0 + grain, |k, rows| {
+                    cursor = self.gather_one(k, rows, dst, cursor);
+                });
+            },
+        );
+        Ok(total)
+    }
+}
+
+/// [`copy_if_sorted`] in tasks: pass 1 checks the order (each task also
+/// against the particle before it), copies, sets the ranks and counts the
+/// runs starting in it; pass 2 marks the runs, each task in its own range
+/// of them. `None` if the input is not in cell order.
+fn par_copy_if_sorted<P: Point, E: Executor>(
+    exec: &E,
+    grid: &Grid<P>,
+    positions: &[P],
+    parts: &mut [SortedParticle<P>],
+    records: &mut [CellRecord<P>],
+) -> Option<usize> {
+    let n = positions.len();
+    let (tasks, grain) = task_split(n, BUILD_GRAIN, MAX_TASKS);
+    let key = |p: P| P::cell_row_key(grid.cell_unchecked(p));
+    let mut pieces = [Piece::default(); MAX_TASKS];
+    exec.run(
+        tasks,
+        (
+            Parts::chunks(&mut parts[..], grain),
+            Parts::chunks(&mut records[..], grain),
+            Parts::chunks(&mut pieces[..tasks], 1),
+        ),
+        |t, (mut ps, mut rs, mut out)| {
+            let lo = (t * grain).min(n);
+            let mut prev = lo.checked_sub(1).map(|i| key(positions[i]));
+            let mut piece = Piece {
+                sorted: true,
+                runs: 0,
+            };
+            for (k, (sp, rec)) in ps.slice().iter_mut().zip(rs.slice().iter_mut()).enumerate() {
+                let i = lo + k;
+                let p = positions[i];
+                let kk = key(p);
+                match prev {
+                    Some(q) if q == kk => {}
+                    Some(q) if q > kk => {
+                        piece.sorted = false;
+                        break;
+                    }
+                    _ => piece.runs += 1,
+                }
+                prev = Some(kk);
+                *sp = SortedParticle {
+                    pos: p,
+                    id: i as u32,
+                };
+                rec.rank = i as u32;
+            }
+            if let Some(o) = out.slice().first_mut() {
+                *o = piece;
+            }
+        },
+    );
+    if pieces[..tasks].iter().any(|p| !p.sorted) {
+        return None;
+    }
+    // First run of each task, and the total.
+    let mut first = [0u32; MAX_TASKS + 1];
+    for t in 0..tasks {
+        first[t + 1] = first[t] + pieces[t].runs;
+    }
+    let runs = first[tasks] as usize;
+    let first = &first;
+    let cuts = |t: usize| first.get(t).map_or(usize::MAX, |&r| r as usize);
+    exec.run(
+        tasks,
+        Parts::cut(&mut records[..runs], cuts),
+        |t, mut rs| {
+            let lo = (t * grain).min(n);
+            let hi = (lo + grain).min(n);
+            let mut prev = lo.checked_sub(1).map(|i| key(positions[i]));
+            let starts = rs.slice();
+            let mut r = 0;
+            for (i, &p) in positions[lo..hi].iter().enumerate() {
+                let kk = key(p);
+                if prev != Some(kk) {
+                    if let Some(rec) = starts.get_mut(r) {
+                        rec.start = (lo + i) as u32;
+                    }
+                    r += 1;
+                }
+                prev = Some(kk);
+            }
+        },
+    );
+    Some(runs)
+}
