@@ -207,9 +207,9 @@ pub trait NeighborSearch<P: Point> {
 
     /// How many sinks [`par_for_each_pair`](Self::par_for_each_pair) fills:
     /// one per task, fixed by the last build (never by the number of
-    /// workers). The default, 1, is the serial walk.
+    /// workers). The default: one per [`GATHER_GRAIN`] particles.
     fn pair_tasks(&self) -> usize {
-        1
+        task_count(self.len(), GATHER_GRAIN)
     }
 
     /// Every pair once, as [`for_each_pair`](Self::for_each_pair), found by
@@ -218,7 +218,10 @@ pub trait NeighborSearch<P: Point> {
     /// sinks (a `Vec` of per-task pair lists, counters, force buffers…) and
     /// combines them afterwards, in sink order: the pairs of each sink and
     /// their order are the same for every executor, so a combination in sink
-    /// order is deterministic.
+    /// order is deterministic. The default ([`pairs_by_id`]) gives task `t`
+    /// the particles `t·GATHER_GRAIN..` and reports each one's neighbours
+    /// with a larger id (every distance is computed twice; structures with a
+    /// half-stencil sweep override it).
     ///
     /// # Errors
     /// [`Error::BufferTooSmall`] with fewer than `pair_tasks()` sinks
@@ -230,14 +233,7 @@ pub trait NeighborSearch<P: Point> {
         F: Fn(&mut K, u32, u32, f32) + Sync,
         Self: Sync,
     {
-        let _ = exec;
-        let available = sinks.len();
-        let sink = sinks.first_mut().ok_or(Error::BufferTooSmall {
-            needed: 1,
-            available,
-        })?;
-        self.for_each_pair(|i, j, d2| f(sink, i, j, d2));
-        Ok(())
+        pairs_by_id(self, exec, sinks, f)
     }
 
     /// A gather over every particle's neighbours, on `exec`: for every
@@ -284,6 +280,46 @@ pub trait NeighborSearch<P: Point> {
     {
         lists_by_id(self, exec, offsets, indices)
     }
+}
+
+/// [`NeighborSearch::par_for_each_pair`]'s default: task `t` takes the ids
+/// `t·GATHER_GRAIN..(t+1)·GATHER_GRAIN` and reports the pairs `(i, j)` with
+/// `j` a neighbour of `i` and `j > i`, through
+/// [`NeighborSearch::for_each_neighbor`].
+///
+/// # Errors
+/// As [`NeighborSearch::par_for_each_pair`].
+pub fn pairs_by_id<P, N, E, K, F>(search: &N, exec: &E, sinks: &mut [K], f: F) -> Result<(), Error>
+where
+    P: Point,
+    N: NeighborSearch<P> + Sync + ?Sized,
+    E: Executor,
+    K: Send,
+    F: Fn(&mut K, u32, u32, f32) + Sync,
+{
+    let n = search.len();
+    let tasks = task_count(n, GATHER_GRAIN);
+    let available = sinks.len();
+    let sinks = sinks.get_mut(..tasks).ok_or(Error::BufferTooSmall {
+        needed: tasks,
+        available,
+    })?;
+    exec.run(tasks, Parts::chunks(sinks, 1), |t, mut sink| {
+        let Some(sink) = sink.slice().first_mut() else {
+            return;
+        };
+        let lo = (t * GATHER_GRAIN).min(n);
+        let hi = (lo + GATHER_GRAIN).min(n);
+        for i in lo as u32..hi as u32 {
+            // `i < len()`: the call cannot fail.
+            let _ = search.for_each_neighbor(i, |j, d2| {
+                if j > i {
+                    f(sink, i, j, d2);
+                }
+            });
+        }
+    });
+    Ok(())
 }
 
 /// [`NeighborSearch::par_gather`]'s default: tasks of contiguous ids, each

@@ -4,10 +4,19 @@
 //!   the structure's order (the common case of a caller that renumbers with
 //!   [`NeighborSearch::spatial_order`]) is checked and copied in tasks, the
 //!   runs counted per task, summed, and marked in a second pass over
-//!   disjoint ranges of runs. Other input is sorted on the calling thread
-//!   (a parallel scatter cannot be cut into disjoint pieces in safe Rust),
-//!   and the table index of the runs is written on the calling thread too
-//!   (linear probing crosses any split of the table).
+//!   disjoint ranges of runs. Other input whose bounding box has no more
+//!   cells than the table has slots (a fluid in its box) is counting-sorted
+//!   by destination: each worker owns a range of cells (its slice of the
+//!   table as counts, its slice of the sorted particles) and scans every
+//!   particle's cell number for its own, so no two workers write one
+//!   element (a scatter by source chunks cannot be cut into disjoint pieces
+//!   in safe Rust). Each worker thus reads all `N` cell numbers three times
+//!   and all sorted ids once; the sort's result is unique, so this
+//!   decomposition may follow the number of workers. Sparse input (hashed
+//!   counting sort, comparison sort) is sorted on the calling thread.
+//!   The table is not made an index of the runs (linear probing crosses
+//!   any split of the table, and the sweeps never use it): point queries
+//!   after a parallel build bisect the runs.
 //! * Sweeps (pairs, gathers, lists): tasks over ranges of runs, each
 //!   starting its row cursors by bisection where a whole sweep would have
 //!   them, so each task sees exactly what the serial sweep sees there.
@@ -109,21 +118,29 @@ where
         let records = &mut self.records.as_mut()[..n];
         let (runs, identity) = match par_copy_if_sorted(exec, &grid, positions, parts, records) {
             Some(runs) => (runs, true),
-            None => (
-                sort_unsorted(
-                    &grid,
-                    lo,
-                    hi,
-                    positions,
-                    self.table.as_mut(),
-                    &mut self.stamp,
-                    parts,
-                    records,
-                ),
-                false,
-            ),
+            None => {
+                let table = self.table.as_mut();
+                let dense = DenseBox::new(&grid, lo, hi, table.len());
+                let runs = match dense {
+                    Some(d) if exec.workers() > 1 => {
+                        par_dense_sort(exec, &d, &grid, positions, table, parts, records);
+                        par_mark_runs(exec, &grid, parts, records)
+                    }
+                    _ => sort_unsorted(
+                        &grid,
+                        lo,
+                        hi,
+                        positions,
+                        table,
+                        &mut self.stamp,
+                        parts,
+                        records,
+                    ),
+                };
+                (runs, false)
+            }
         };
-        self.finish_build(grid, n, runs, identity);
+        self.finish_build(grid, n, runs, identity, false);
         Ok(())
     }
 
@@ -191,22 +208,31 @@ where
         exec.run(tasks, Parts::cut(out, cuts), |t, mut piece| {
             let base = piece.start();
             let outs = piece.slice();
+            // Hits are collected branch-free per particle (as the pair
+            // sweep does) and handed to `f` in a tight loop.
+            let mut batch = Batch::new(
+                |i: u32, j: u32, d2: f32| {
+                    if let Some(o) = (i as usize).checked_sub(base).and_then(|x| outs.get_mut(x)) {
+                        f(i, o, j, d2);
+                    }
+                },
+                r2,
+            );
             let s0 = t * grain;
             self.sweep_rows_in(&v, s0, s0 + grain, |k, rows| {
-                let Some(o) = outs.get_mut(k - base) else {
-                    return;
-                };
                 let me = v.parts[k].pos;
-                let id = k as u32;
+                batch.begin(k as u32);
                 for &(lo, hi) in rows {
                     let (lo, hi) = (lo as usize, hi as usize);
-                    for_each_distance(me, &v.parts[lo..hi], |b, d2| {
-                        if d2 < r2 && b.id != id {
-                            f(id, o, b.id, d2);
-                        }
-                    });
+                    if (lo..hi).contains(&k) {
+                        batch.add(me, &v.parts[lo..k]);
+                        batch.add(me, &v.parts[k + 1..hi]);
+                    } else {
+                        batch.add(me, &v.parts[lo..hi]);
+                    }
                 }
             });
+            batch.flush();
         });
         Ok(())
     }
@@ -361,4 +387,171 @@ fn par_copy_if_sorted<P: Point, E: Executor>(
         },
     );
     Some(runs)
+}
+
+/// The dense counting sort of [`DenseBox::sort`] by destination (see the
+/// module's text): the same `parts` and ranks, with `W = exec.workers()`
+/// ranges of cells.
+fn par_dense_sort<P: Point, E: Executor>(
+    exec: &E,
+    d: &DenseBox,
+    grid: &Grid<P>,
+    positions: &[P],
+    table: &mut [TableSlot],
+    parts: &mut [SortedParticle<P>],
+    records: &mut [CellRecord<P>],
+) {
+    let n = positions.len();
+    let cells = d.cells.min(table.len());
+    // Each particle's dense cell number, in its record's rank.
+    let (tasks, grain) = task_split(n, BUILD_GRAIN, MAX_TASKS);
+    exec.run(
+        tasks,
+        Parts::chunks(&mut records[..n], grain),
+        |t, mut rs| {
+            let lo = t * grain;
+            for (k, rec) in rs.slice().iter_mut().enumerate() {
+                if let Some(&p) = positions.get(lo + k) {
+                    rec.rank = d.index::<P>(grid.cell_unchecked(p)) as u32;
+                }
+            }
+        },
+    );
+    let w = exec.workers().clamp(1, MAX_TASKS);
+    let cut = |t: usize| ((cells as u64 * t.min(w) as u64) / w as u64) as usize;
+    let counts = &mut table[..cells];
+    let keys = &records[..n];
+    // Counts of each worker's cells, turned into offsets within its range.
+    let mut totals = [0u32; MAX_TASKS];
+    exec.run(
+        w,
+        (
+            Parts::cut(&mut counts[..], cut),
+            Parts::chunks(&mut totals[..w], 1),
+        ),
+        |_, (mut c, mut tot)| {
+            let c0 = c.start();
+            let c = c.slice();
+            c.fill(TableSlot::EMPTY);
+            for rec in keys {
+                if let Some(x) = c.get_mut((rec.rank as usize).wrapping_sub(c0)) {
+                    x.slot += 1;
+                }
+            }
+            let mut run = 0u32;
+            for x in c.iter_mut() {
+                let v = x.slot;
+                x.slot = run;
+                run += v;
+            }
+            if let Some(t) = tot.slice().first_mut() {
+                *t = run;
+            }
+        },
+    );
+    let mut first = [0usize; MAX_TASKS + 1];
+    for t in 0..w {
+        first[t + 1] = first[t] + totals[t] as usize;
+    }
+    let first = &first;
+    // Each worker places its particles, in input order, in its range.
+    exec.run(
+        w,
+        (
+            Parts::cut(&mut counts[..], cut),
+            Parts::cut(&mut parts[..n], |t: usize| {
+                first.get(t).copied().unwrap_or(usize::MAX)
+            }),
+        ),
+        |_, (mut c, mut ps)| {
+            let c0 = c.start();
+            let c = c.slice();
+            let ps = ps.slice();
+            for (i, rec) in keys.iter().enumerate() {
+                if let Some(x) = c.get_mut((rec.rank as usize).wrapping_sub(c0)) {
+                    let k = x.slot as usize;
+                    x.slot += 1;
+                    if let (Some(dst), Some(&p)) = (ps.get_mut(k), positions.get(i)) {
+                        *dst = SortedParticle {
+                            pos: p,
+                            id: i as u32,
+                        };
+                    }
+                }
+            }
+        },
+    );
+    // Ranks: each worker owns a range of ids and scans the sorted ids.
+    let parts = &parts[..n];
+    exec.run(
+        w,
+        Parts::chunks(&mut records[..n], n.div_ceil(w)),
+        |_, mut rs| {
+            let lo = rs.start();
+            let rs = rs.slice();
+            for (k, sp) in parts.iter().enumerate() {
+                if let Some(rec) = rs.get_mut((sp.id as usize).wrapping_sub(lo)) {
+                    rec.rank = k as u32;
+                }
+            }
+        },
+    );
+}
+
+/// [`mark_runs`] in tasks over the sorted particles: runs counted per task
+/// (each task also against the particle before it), summed, then marked by
+/// each task in its own range of runs.
+fn par_mark_runs<P: Point, E: Executor>(
+    exec: &E,
+    grid: &Grid<P>,
+    parts: &[SortedParticle<P>],
+    records: &mut [CellRecord<P>],
+) -> usize {
+    let n = parts.len();
+    let (tasks, grain) = task_split(n, BUILD_GRAIN, MAX_TASKS);
+    let key = |k: usize| P::cell_row_key(grid.cell_unchecked(parts[k].pos));
+    let mut counts = [0u32; MAX_TASKS];
+    exec.run(tasks, Parts::chunks(&mut counts[..tasks], 1), |t, mut c| {
+        let lo = (t * grain).min(n);
+        let hi = (lo + grain).min(n);
+        let mut prev = lo.checked_sub(1).map(key);
+        let mut runs = 0u32;
+        for k in lo..hi {
+            let kk = key(k);
+            runs += u32::from(prev != Some(kk));
+            prev = Some(kk);
+        }
+        if let Some(c) = c.slice().first_mut() {
+            *c = runs;
+        }
+    });
+    let mut first = [0u32; MAX_TASKS + 1];
+    for t in 0..tasks {
+        first[t + 1] = first[t] + counts[t];
+    }
+    let runs = first[tasks] as usize;
+    let first = &first;
+    let cuts = |t: usize| first.get(t).map_or(usize::MAX, |&r| r as usize);
+    exec.run(
+        tasks,
+        Parts::cut(&mut records[..runs], cuts),
+        |t, mut rs| {
+            let lo = (t * grain).min(n);
+            let hi = (lo + grain).min(n);
+            let mut prev = lo.checked_sub(1).map(key);
+            let starts = rs.slice();
+            let mut r = 0;
+            for k in lo..hi {
+                let kk = key(k);
+                if prev != Some(kk) {
+                    if let Some(rec) = starts.get_mut(r) {
+                        rec.start = k as u32;
+                    }
+                    r += 1;
+                }
+                prev = Some(kk);
+            }
+        },
+    );
+    runs
 }
