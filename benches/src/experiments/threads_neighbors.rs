@@ -1,9 +1,150 @@
-//! The neighbour-search section of the thread-scaling experiment.
+//! The neighbour-search section of the thread-scaling experiment: the
+//! jittered fluid block (the `neighbors` experiment's scene, 10⁶ particles
+//! unless `--n`), each run a build plus one query pass, at every thread
+//! count:
+//!
+//! * spatium's cell-sorted hash through the parallel forms
+//!   (`par_build` + `par_for_each_pair` counting into per-task sinks, or
+//!   `par_build` + `par_neighbor_lists`), on cell-ordered input (a
+//!   simulation that renumbers) and shuffled input (the sort of shuffled
+//!   input stays on one thread: see `core/src/uniform/sorted/par.rs`);
+//! * kiddo's `ImmutableKdTree` (its build on the calling thread, the
+//!   crate's parallel build needs its `multi-threaded` feature, which the
+//!   benches leave off) with its within-radius queries run as a rayon
+//!   `par_iter` on a pool of the same size: how a kiddo user parallelises a
+//!   fixed-radius search.
+
+use kiddo::{ImmutableKdTree, SquaredEuclidean};
+use rayon::prelude::*;
+use spatium::NeighborSearch;
+use spatium::exec::Executor;
+use spatium::table::table_len;
+use spatium_host::make;
+use spatium_host::par::HostExec;
 
 use super::threads::{Setup, ThreadRow};
+use crate::scene::{Order, Scene};
 
-/// Rows for the neighbour search (filled in below).
+/// Rows of the neighbour search.
 pub fn rows(setup: &Setup) -> Vec<ThreadRow> {
-    let _ = setup;
-    Vec::new()
+    let n = setup
+        .n
+        .unwrap_or(if setup.quick { 27_000 } else { 1_000_000 });
+    let side = (n as f64).cbrt().round().max(2.0) as usize;
+    let mut rows = Vec::new();
+    for order in [Order::CellOrdered, Order::Shuffled] {
+        let scene = Scene::new(side, order);
+        let n = scene.points.len();
+        let mut hash = make::cell_sorted(n, table_len(n, 2));
+        let mut offsets = vec![0u32; n + 1];
+        let mut indices = Vec::new();
+        let mut want = None;
+        for &t in &setup.threads {
+            let exec = HostExec::new(t);
+            let (ms, runs) = setup.wall_median(|| {
+                let c = pairs(&exec, &mut hash, &scene);
+                assert_eq!(*want.get_or_insert(c), c, "pair count");
+            });
+            rows.push(row(&format!("pairs, {order}"), "spatium", n, t, ms, runs));
+            if order == Order::CellOrdered {
+                hash.par_build(&exec, &scene.points, scene.radius)
+                    .expect("build");
+                let total = hash
+                    .par_neighbor_lists(&exec, &mut offsets, &mut [])
+                    .unwrap_or_else(|e| match e {
+                        spatium::Error::BufferTooSmall { needed, .. } => needed,
+                        e => panic!("{e}"),
+                    });
+                indices.resize(total, 0);
+                let (ms, runs) = setup.wall_median(|| {
+                    hash.par_build(&exec, &scene.points, scene.radius)
+                        .expect("build");
+                    hash.par_neighbor_lists(&exec, &mut offsets, &mut indices)
+                        .expect("sized");
+                });
+                rows.push(row(
+                    &format!("CSR lists, {order}"),
+                    "spatium",
+                    n,
+                    t,
+                    ms,
+                    runs,
+                ));
+            }
+        }
+        for &t in &setup.threads {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(t)
+                .build()
+                .expect("rayon pool");
+            let (ms, runs) = setup.wall_median(|| {
+                let c = pool.install(|| kiddo_pairs(&scene));
+                assert_eq!(Some(c), want, "kiddo pair count");
+            });
+            rows.push(row(
+                &format!("pairs, {order}"),
+                "kiddo (queries on rayon)",
+                n,
+                t,
+                ms,
+                runs,
+            ));
+        }
+    }
+    rows
+}
+
+fn row(
+    workload: &str,
+    who: &str,
+    n: usize,
+    threads: usize,
+    median_ms: f64,
+    runs: usize,
+) -> ThreadRow {
+    ThreadRow {
+        workload: workload.to_owned(),
+        who: who.to_owned(),
+        n,
+        threads,
+        median_ms,
+        runs,
+    }
+}
+
+/// Build plus every pair within the radius, counted per task.
+fn pairs<E: Executor>(
+    exec: &E,
+    hash: &mut make::VecCellSorted<spatium::Vec3>,
+    scene: &Scene,
+) -> u64 {
+    hash.par_build(exec, &scene.points, scene.radius)
+        .expect("build");
+    let mut sinks = vec![0u64; hash.pair_tasks()];
+    hash.par_for_each_pair(exec, &mut sinks, |c, _, _, _| *c += 1)
+        .expect("sinks");
+    sinks.iter().sum()
+}
+
+/// kiddo: build, then each particle's within-radius query (strict, as
+/// spatium's), counting the partners with a larger index, in parallel.
+fn kiddo_pairs(scene: &Scene) -> u64 {
+    let r2 = scene.radius * scene.radius;
+    let tree: ImmutableKdTree<f32, 3> =
+        ImmutableKdTree::new_from_slice(&scene.arrays).expect("kiddo build");
+    scene
+        .arrays
+        .par_iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let i = i as u32;
+            let mut c = 0u64;
+            tree.query(p)
+                .within::<SquaredEuclidean<f32>>(r2)
+                .unsorted()
+                .exclusive_boundaries()
+                .visit(|it| c += u64::from(it.item > i));
+            c
+        })
+        .sum()
 }
