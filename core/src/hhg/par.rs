@@ -1,0 +1,374 @@
+//! The parallel forms (see [`crate::exec`]): [`HierarchicalHashGrid::par_update_all`]
+//! and the work of [`BroadPhase::par_for_each_overlap`].
+//!
+//! # Update
+//!
+//! [`update_all`](HierarchicalHashGrid::update_all) spends most of its time
+//! on per-box work that needs no other box: checking the new box, finding
+//! its level and cell, and writing it into its slot. Only the boxes whose
+//! cell changes touch shared state (the cell lists, the records, the grids).
+//! The parallel update therefore runs in three passes:
+//!
+//! 1. tasks over ranges of ids check every box and count, per task, the
+//!    stored ids, the first bad id, the boxes that change cell inside their
+//!    grid (*movers*) and whether any box changes grid;
+//! 2. tasks write every box into its slot and list their movers' ids, in id
+//!    order, into the record buffer's packed-copy fields (scratch that
+//!    detection rebuilds; each task gets the stretch its counts reserve);
+//! 3. one thread relinks the movers, in id order.
+//!
+//! The relinks are the serial update's own, in its order, and nothing else
+//! the serial update does depends on the order (a box that stays in its
+//! cell only has its box written), so the structure ends bit-identical to
+//! `update_all`'s. A box that changes grid may make or grow a grid, which
+//! rehashes other boxes; when any box changes grid (or is too large for
+//! every grid), and for [`UpdateStrategy::ClearAndReinsert`], pass 2 and 3
+//! are the serial moves instead (the checks stay parallel).
+//!
+//! # Detection
+//!
+//! The records are sorted (when the serial detection would sort them) and
+//! the packed copy is made on the calling thread — the copy writes the
+//! entry fields of elements whose record fields other tasks would have to
+//! read at the same time, which safe disjoint pieces cannot express. The
+//! pair tests, the bulk of detection, then run as tasks over ranges of
+//! occupied-cell records, each into its own sink; task `t` also tests the
+//! unbounded objects against the boxes of its records, and task 0 the
+//! unbounded objects against each other.
+
+use super::{
+    HhgRecord, HhgSlot, HierarchicalHashGrid, KEY_FLAT, KEY_UNBOUNDED, LEVELS, LOCAL_BITS, Level,
+    NONE, UpdateStrategy, is_grid_key, key,
+};
+use crate::error::Error;
+use crate::exec::{Executor, Parts, task_split};
+use crate::geom::BoundingBox;
+use crate::storage::Storage;
+#[cfg(doc)]
+use crate::traits::BroadPhase;
+
+/// Ids per task of the parallel update.
+const UPDATE_GRAIN: usize = 8192;
+/// At most this many update tasks (their counters live on the stack).
+const UPDATE_TASKS: usize = 256;
+/// Occupied-cell records per task of the parallel detection.
+const PAIR_GRAIN: usize = 2048;
+/// At most this many detection tasks (one sink each).
+const PAIR_TASKS: usize = 1024;
+
+/// What one task of pass 1 found.
+#[derive(Clone, Copy, Debug)]
+struct TaskCount {
+    /// Stored ids in the task's range.
+    seen: u32,
+    /// The first id whose box fails its checks, or `NONE`.
+    bad: u32,
+    /// Boxes that change cell inside their grid.
+    movers: u32,
+    /// Some box changes grid, or is not in a grid and not flat/unbounded.
+    regrid: bool,
+}
+
+impl TaskCount {
+    const ZERO: Self = Self {
+        seen: 0,
+        bad: NONE,
+        movers: 0,
+        regrid: false,
+    };
+}
+
+/// How a checked box moves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Move {
+    /// Its slot takes the box; no list changes.
+    Stay,
+    /// It changes cell inside its grid.
+    Cell,
+    /// It may change grid (the serial moves decide).
+    Regrid,
+}
+
+impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord<B>>, A: Storage<u32>>
+    HierarchicalHashGrid<B, S, R, A>
+{
+    /// How the box keyed `k` moves to the checked box `b`: what
+    /// [`apply_update`](Self::apply_update) would do with it.
+    #[inline(always)]
+    fn classify(levels: &[Level; LEVELS], k: u32, b: &B) -> Move {
+        if is_grid_key(k) {
+            if !Self::stays_at(levels, k, b) {
+                return Move::Regrid;
+            }
+            let i = (k >> LOCAL_BITS) as usize;
+            if key(i, Self::local(&levels[i], b.min())) == k {
+                Move::Stay
+            } else {
+                Move::Cell
+            }
+        } else if k == KEY_FLAT || k == KEY_UNBOUNDED {
+            Move::Stay
+        } else {
+            Move::Regrid
+        }
+    }
+
+    /// [`update_all`](Self::update_all) with its per-box work run as tasks
+    /// on `exec`: the same checks, errors and final state (bit-identical:
+    /// every later answer is the same as after `update_all`), whatever the
+    /// executor and its number of workers.
+    ///
+    /// The checks always run in parallel. With
+    /// [`UpdateStrategy::Incremental`], when every box stays in its grid,
+    /// the boxes are written in parallel and the boxes that change cell are
+    /// relinked on the calling thread, in id order; otherwise (a box changes
+    /// grid, which may make or grow one, or
+    /// [`UpdateStrategy::ClearAndReinsert`]) the moves are
+    /// [`update_all`](Self::update_all)'s, on the calling thread. Tasks
+    /// cover 8192 ids each (at most 256 tasks), so their number depends on
+    /// `boxes.len()` alone. The movers' ids are listed in the record
+    /// buffer's packed-copy fields (scratch, rebuilt by every detection): no
+    /// memory beyond the structure's own, and about 4 KiB of stack.
+    ///
+    /// `O(m / w)` for `m = min(boxes.len(), capacity)` on `w` workers, plus
+    /// `O(k)` on the calling thread for `k` boxes that change cell.
+    ///
+    /// # Errors
+    /// As [`update_all`](Self::update_all); nothing changes on error.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use spatium::exec::Serial;
+    /// use spatium::{Aabb3, BroadPhase, HhgConfig, HhgRecord, HhgSlot, HierarchicalHashGrid, UpdateStrategy, Vec3};
+    ///
+    /// let cube = |x: f32| Aabb3::new(Vec3::new(x, 0.0, 0.0), Vec3::new(x + 1.0, 1.0, 1.0));
+    /// let mut g = HierarchicalHashGrid::new(
+    ///     [HhgSlot::<Aabb3>::EMPTY; 4],
+    ///     [HhgRecord::EMPTY; 4],
+    ///     [0u32; 1024],
+    ///     HhgConfig::DEFAULT.with_small_n_threshold(0),
+    /// );
+    /// let mut boxes = [cube(0.0)?, cube(3.0)?, cube(6.0)?];
+    /// for (id, b) in boxes.iter().enumerate() {
+    ///     g.insert(id as u32, *b)?;
+    /// }
+    /// boxes[1] = cube(0.5)?;
+    /// g.par_update_all(&Serial, &boxes, UpdateStrategy::Incremental)?;
+    /// let mut pairs = 0;
+    /// g.for_each_overlap(|_, _| pairs += 1)?;
+    /// assert_eq!(pairs, 1);
+    /// # Ok::<(), spatium::Error>(())
+    /// ```
+    pub fn par_update_all<E: Executor>(
+        &mut self,
+        exec: &E,
+        boxes: &[B],
+        strategy: UpdateStrategy,
+    ) -> Result<(), Error> {
+        let n = boxes.len().min(self.slots.as_ref().len());
+        let boxes = &boxes[..n];
+        let (tasks, grain) = task_split(n, UPDATE_GRAIN, UPDATE_TASKS);
+        let mut counts = [TaskCount::ZERO; UPDATE_TASKS];
+        let counts = &mut counts[..tasks];
+        // Pass 1: checks and counts.
+        {
+            let levels = &self.levels;
+            let slots = self.slots.as_ref();
+            exec.run(tasks, Parts::chunks(&mut counts[..], 1), |t, mut part| {
+                let Some(c) = part.slice().first_mut() else {
+                    return;
+                };
+                let lo = (t * grain).min(n);
+                let hi = (lo + grain).min(n);
+                for (s, (id, b)) in slots[lo..hi].iter().zip((lo..hi).zip(&boxes[lo..hi])) {
+                    let k = s.key;
+                    if k == NONE {
+                        continue;
+                    }
+                    c.seen += 1;
+                    if Self::check_update_at(levels, k, b).is_err() {
+                        c.bad = id as u32;
+                        return;
+                    }
+                    match Self::classify(levels, k, b) {
+                        Move::Stay => {}
+                        Move::Cell => c.movers += 1,
+                        Move::Regrid => c.regrid = true,
+                    }
+                }
+            });
+        }
+        if let Some(c) = counts.iter().find(|c| c.bad != NONE) {
+            let id = c.bad as usize;
+            let k = self.slots.as_ref()[id].key;
+            return self.check_update(k, &boxes[id]);
+        }
+        let seen: u64 = counts.iter().map(|c| c.seen as u64).sum();
+        if seen != self.len as u64 {
+            return Err(Error::LengthMismatch {
+                expected: self.len as usize,
+                got: seen as usize,
+            });
+        }
+        if strategy != UpdateStrategy::Incremental || counts.iter().any(|c| c.regrid) {
+            self.apply_all(boxes, strategy);
+            return Ok(());
+        }
+        // Where each task lists its movers in the record buffer (they are
+        // at most the stored boxes, which the record buffer holds).
+        let mut offsets = [0usize; UPDATE_TASKS + 1];
+        for (t, c) in counts.iter().enumerate() {
+            offsets[t + 1] = offsets[t] + c.movers as usize;
+        }
+        let movers = offsets[tasks];
+        if movers > self.recs.as_ref().len() {
+            // Unreachable (movers are stored boxes); the serial moves are
+            // right in any case.
+            self.apply_all(boxes, strategy);
+            return Ok(());
+        }
+        // Pass 2: every box into its slot, the movers listed.
+        {
+            let levels = &self.levels;
+            let offs = &offsets;
+            let slots = &mut self.slots.as_mut()[..n];
+            let recs = &mut self.recs.as_mut()[..movers];
+            exec.run(
+                tasks,
+                (
+                    Parts::chunks(slots, grain),
+                    Parts::cut(recs, move |t: usize| {
+                        offs.get(t).copied().unwrap_or(usize::MAX)
+                    }),
+                ),
+                |t, (mut ps, mut pr)| {
+                    let lo = (t * grain).min(n);
+                    let list = pr.slice();
+                    let mut m = 0usize;
+                    for (s, (id, b)) in ps.slice().iter_mut().zip((lo..).zip(&boxes[lo..])) {
+                        let k = s.key;
+                        if k == NONE {
+                            continue;
+                        }
+                        s.aabb = *b;
+                        if Self::classify(levels, k, b) == Move::Cell {
+                            if let Some(e) = list.get_mut(m) {
+                                e.id = id as u32;
+                            }
+                            m += 1;
+                        }
+                    }
+                },
+            );
+        }
+        // Pass 3: the movers' relinks, in id order.
+        for x in 0..movers {
+            let id = self.recs.as_ref()[x].id;
+            let s = self.slots.as_ref()[id as usize];
+            let i = (s.key >> LOCAL_BITS) as usize;
+            let local = Self::local(&self.levels[i], s.aabb.min());
+            self.unlink(id);
+            self.link(id, i, local);
+        }
+        Ok(())
+    }
+
+    /// [`BroadPhase::overlap_tasks`]: tasks of 2048 occupied cells (at most
+    /// 1024) on the grids, one on the small-N path.
+    pub(super) fn pair_tasks(&self) -> usize {
+        if self.grid_mode {
+            task_split(self.nrec as usize, PAIR_GRAIN, PAIR_TASKS).0
+        } else {
+            1
+        }
+    }
+
+    /// [`BroadPhase::par_for_each_overlap`]: the grids' pairs of each range
+    /// of records into that task's sink, over the packed copy; the
+    /// unbounded objects' pairs split the same way.
+    pub(super) fn par_pairs<E, K, F>(
+        &mut self,
+        exec: &E,
+        sinks: &mut [K],
+        f: F,
+    ) -> Result<(), Error>
+    where
+        E: Executor,
+        K: Send,
+        F: Fn(&mut K, u32, u32) + Sync,
+        Self: Sync,
+    {
+        let tasks = self.pair_tasks();
+        let available = sinks.len();
+        let sinks = sinks.get_mut(..tasks).ok_or(Error::BufferTooSmall {
+            needed: tasks,
+            available,
+        })?;
+        if !self.grid_mode {
+            if let Some(sink) = sinks.first_mut() {
+                self.pairs(&mut |a, b| f(sink, a, b));
+            }
+            return Ok(());
+        }
+        if self.unsorted as u64 * 8 > self.nrec as u64 {
+            self.sort_records();
+        }
+        let total = self.pack();
+        let (_, grain) = task_split(self.nrec as usize, PAIR_GRAIN, PAIR_TASKS);
+        let this = &*self;
+        exec.run(tasks, Parts::chunks(sinks, 1), |t, mut part| {
+            let Some(sink) = part.slice().first_mut() else {
+                return;
+            };
+            let lo = t * grain;
+            let hi = lo.saturating_add(grain);
+            let mut g = |a, b| f(sink, a, b);
+            this.grid_pairs_of(lo, hi, total, &mut g);
+            this.unbounded_pairs_of(t == 0, lo, hi, total, &mut g);
+        });
+        Ok(())
+    }
+
+    /// The unbounded objects' pairs with the packed boxes of records
+    /// `lo..hi` (of `total` entries), and with each other if `among`.
+    fn unbounded_pairs_of<F: FnMut(u32, u32)>(
+        &self,
+        among: bool,
+        lo: usize,
+        hi: usize,
+        total: u32,
+        f: &mut F,
+    ) {
+        if self.unbounded_head == NONE {
+            return;
+        }
+        let slots = self.slots.as_ref();
+        let recs = self.recs.as_ref();
+        let nrec = self.nrec as usize;
+        let first = |p: usize| match recs[..nrec].get(p) {
+            Some(r) => r.start as usize,
+            None => total as usize,
+        };
+        let entries = &recs[first(lo)..first(hi)];
+        let mut u = self.unbounded_head;
+        while u != NONE {
+            let bu = slots[u as usize].aabb;
+            if among {
+                let mut v = slots[u as usize].next;
+                while v != NONE {
+                    if bu.overlaps(&slots[v as usize].aabb) {
+                        f(u, v);
+                    }
+                    v = slots[v as usize].next;
+                }
+            }
+            for e in entries {
+                if bu.overlaps(&e.aabb) {
+                    f(u, e.id);
+                }
+            }
+            u = slots[u as usize].next;
+        }
+    }
+}
