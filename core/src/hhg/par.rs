@@ -10,11 +10,11 @@
 //! The parallel update therefore runs in three passes:
 //!
 //! 1. tasks over ranges of ids check every box and count, per task, the
-//!    stored ids, the first bad id, the boxes that change cell inside their
-//!    grid (*movers*) and whether any box changes grid;
-//! 2. tasks write every box into its slot and list their movers' ids, in id
-//!    order, into the record buffer's packed-copy fields (scratch that
-//!    detection rebuilds; each task gets the stretch its counts reserve);
+//!    stored ids, the first bad id and whether any box changes grid; each
+//!    lists the ids of its boxes that change cell inside their grid
+//!    (*movers*), in id order, in the packed-copy fields of its own stretch
+//!    of the record buffer (scratch that every detection rebuilds);
+//! 2. tasks write every box into its slot;
 //! 3. one thread relinks the movers, in id order.
 //!
 //! The relinks are the serial update's own, in its order, and nothing else
@@ -122,7 +122,8 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord<B>>, A: Storag
     /// [`UpdateStrategy::Incremental`], when every box stays in its grid,
     /// the boxes are written in parallel and the boxes that change cell are
     /// relinked on the calling thread, in id order; otherwise (a box changes
-    /// grid, which may make or grow one, or
+    /// grid, which may make or grow one, a record buffer shorter than the
+    /// slot buffer runs out of room for the list of movers, or
     /// [`UpdateStrategy::ClearAndReinsert`]) the moves are
     /// [`update_all`](Self::update_all)'s, on the calling thread. Tasks
     /// cover 8192 ids each (at most 256 tasks), so their number depends on
@@ -171,33 +172,51 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord<B>>, A: Storag
         let (tasks, grain) = task_split(n, UPDATE_GRAIN, UPDATE_TASKS);
         let mut counts = [TaskCount::ZERO; UPDATE_TASKS];
         let counts = &mut counts[..tasks];
-        // Pass 1: checks and counts.
+        // Pass 1: checks, counts, and each task's movers listed in its
+        // stretch of the record buffer's packed-copy fields (scratch).
         {
             let levels = &self.levels;
             let slots = self.slots.as_ref();
-            exec.run(tasks, Parts::chunks(&mut counts[..], 1), |t, mut part| {
-                let Some(c) = part.slice().first_mut() else {
-                    return;
-                };
-                let lo = (t * grain).min(n);
-                let hi = (lo + grain).min(n);
-                for (s, (id, b)) in slots[lo..hi].iter().zip((lo..hi).zip(&boxes[lo..hi])) {
-                    let k = s.key;
-                    if k == NONE {
-                        continue;
-                    }
-                    c.seen += 1;
-                    if Self::check_update_at(levels, k, b).is_err() {
-                        c.bad = id as u32;
+            let recs = self.recs.as_mut();
+            exec.run(
+                tasks,
+                (
+                    Parts::chunks(&mut counts[..], 1),
+                    Parts::chunks(recs, grain),
+                ),
+                |t, (mut pc, mut pr)| {
+                    let Some(c) = pc.slice().first_mut() else {
                         return;
+                    };
+                    let list = pr.slice();
+                    let lo = (t * grain).min(n);
+                    let hi = (lo + grain).min(n);
+                    for (s, (id, b)) in slots[lo..hi].iter().zip((lo..hi).zip(&boxes[lo..hi])) {
+                        let k = s.key;
+                        if k == NONE {
+                            continue;
+                        }
+                        c.seen += 1;
+                        if Self::check_update_at(levels, k, b).is_err() {
+                            c.bad = id as u32;
+                            return;
+                        }
+                        match Self::classify(levels, k, b) {
+                            Move::Stay => {}
+                            Move::Cell => {
+                                match list.get_mut(c.movers as usize) {
+                                    Some(e) => e.id = id as u32,
+                                    // A record buffer shorter than the
+                                    // slots: the serial moves.
+                                    None => c.regrid = true,
+                                }
+                                c.movers += 1;
+                            }
+                            Move::Regrid => c.regrid = true,
+                        }
                     }
-                    match Self::classify(levels, k, b) {
-                        Move::Stay => {}
-                        Move::Cell => c.movers += 1,
-                        Move::Regrid => c.regrid = true,
-                    }
-                }
-            });
+                },
+            );
         }
         if let Some(c) = counts.iter().find(|c| c.bad != NONE) {
             let id = c.bad as usize;
@@ -215,61 +234,29 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord<B>>, A: Storag
             self.apply_all(boxes, strategy);
             return Ok(());
         }
-        // Where each task lists its movers in the record buffer (they are
-        // at most the stored boxes, which the record buffer holds).
-        let mut offsets = [0usize; UPDATE_TASKS + 1];
-        for (t, c) in counts.iter().enumerate() {
-            offsets[t + 1] = offsets[t] + c.movers as usize;
-        }
-        let movers = offsets[tasks];
-        if movers > self.recs.as_ref().len() {
-            // Unreachable (movers are stored boxes); the serial moves are
-            // right in any case.
-            self.apply_all(boxes, strategy);
-            return Ok(());
-        }
-        // Pass 2: every box into its slot, the movers listed.
-        {
-            let levels = &self.levels;
-            let offs = &offsets;
-            let slots = &mut self.slots.as_mut()[..n];
-            let recs = &mut self.recs.as_mut()[..movers];
-            exec.run(
-                tasks,
-                (
-                    Parts::chunks(slots, grain),
-                    Parts::cut(recs, move |t: usize| {
-                        offs.get(t).copied().unwrap_or(usize::MAX)
-                    }),
-                ),
-                |t, (mut ps, mut pr)| {
-                    let lo = (t * grain).min(n);
-                    let list = pr.slice();
-                    let mut m = 0usize;
-                    for (s, (id, b)) in ps.slice().iter_mut().zip((lo..).zip(&boxes[lo..])) {
-                        let k = s.key;
-                        if k == NONE {
-                            continue;
-                        }
+        // Pass 2: every box into its slot.
+        exec.run(
+            tasks,
+            Parts::chunks(&mut self.slots.as_mut()[..n], grain),
+            |t, mut ps| {
+                let lo = (t * grain).min(n);
+                for (s, b) in ps.slice().iter_mut().zip(&boxes[lo..]) {
+                    if s.key != NONE {
                         s.aabb = *b;
-                        if Self::classify(levels, k, b) == Move::Cell {
-                            if let Some(e) = list.get_mut(m) {
-                                e.id = id as u32;
-                            }
-                            m += 1;
-                        }
                     }
-                },
-            );
-        }
+                }
+            },
+        );
         // Pass 3: the movers' relinks, in id order.
-        for x in 0..movers {
-            let id = self.recs.as_ref()[x].id;
-            let s = self.slots.as_ref()[id as usize];
-            let i = (s.key >> LOCAL_BITS) as usize;
-            let local = Self::local(&self.levels[i], s.aabb.min());
-            self.unlink(id);
-            self.link(id, i, local);
+        for (t, c) in counts.iter().enumerate() {
+            for x in 0..c.movers as usize {
+                let id = self.recs.as_ref()[t * grain + x].id;
+                let s = self.slots.as_ref()[id as usize];
+                let i = (s.key >> LOCAL_BITS) as usize;
+                let local = Self::local(&self.levels[i], s.aabb.min());
+                self.unlink(id);
+                self.link(id, i, local);
+            }
         }
         Ok(())
     }
