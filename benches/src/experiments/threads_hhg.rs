@@ -114,7 +114,13 @@ pub fn rows(setup: &Setup) -> Vec<ThreadRow> {
             detect.push(d);
         }
         let who = "spatium hhg";
-        out.push(row("moving cubes: update + all pairs", who, n, threads, &step));
+        out.push(row(
+            "moving cubes: update + all pairs",
+            who,
+            n,
+            threads,
+            &step,
+        ));
         out.push(row("moving cubes: update", who, n, threads, &update));
         out.push(row("moving cubes: all pairs", who, n, threads, &detect));
         eprintln!(
