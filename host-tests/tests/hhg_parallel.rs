@@ -20,6 +20,9 @@ use spatium_host::scenarios::box_scenarios;
 /// Every pair of one sink per task, in the structure's order.
 type Sinks = Vec<Vec<(u32, u32)>>;
 
+/// One step (parallel update, then parallel pairs) on some executor.
+type StepFn = Box<dyn Fn(&mut VecHhg<Aabb3>, &[Aabb3]) -> Sinks>;
+
 fn par_sinks<B: BoundingBox, E: Executor>(g: &mut VecHhg<B>, exec: &E) -> Sinks {
     let mut sinks: Sinks = vec![Vec::new(); g.overlap_tasks()];
     g.par_for_each_overlap(exec, &mut sinks, |s, a, b| s.push((a, b)))
@@ -139,7 +142,7 @@ fn growing_grids_and_level_changes_match_serial() {
 #[test]
 fn sinks_are_bit_identical_for_every_executor() {
     let n = 30_000;
-    let execs: Vec<(&str, Box<dyn Fn(&mut VecHhg<Aabb3>, &[Aabb3]) -> Sinks>)> = vec![
+    let execs: Vec<(&str, StepFn)> = vec![
         (
             "serial",
             Box::new(|g, bx| {
@@ -188,7 +191,7 @@ fn sinks_are_bit_identical_for_every_executor() {
     }
 }
 
-fn rayon_run(threads: usize) -> Box<dyn Fn(&mut VecHhg<Aabb3>, &[Aabb3]) -> Sinks> {
+fn rayon_run(threads: usize) -> StepFn {
     let e = Rayon::new(threads).unwrap();
     Box::new(move |g, bx| {
         g.par_update_all(&e, bx, UpdateStrategy::Incremental)

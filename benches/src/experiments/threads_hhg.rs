@@ -144,7 +144,7 @@ pub fn rows(setup: &Setup) -> Vec<ThreadRow> {
         bvh.rebuild(&sc.boxes);
         let mut p = Pairs::default();
         bvh.for_each_overlap(|a, b| p.add(a, b));
-        std::hint::black_box(p);
+        core::hint::black_box(p);
         if k > 0 {
             v.push(t0.elapsed().as_secs_f64() * 1e3);
         }
@@ -161,7 +161,7 @@ pub fn rows(setup: &Setup) -> Vec<ThreadRow> {
             let t0 = Instant::now();
             bvh.rebuild(&sc.boxes);
             let pairs = pool.pool().install(|| bvh.overlaps_parallel());
-            std::hint::black_box(pairs.len());
+            core::hint::black_box(pairs.len());
             if k > 0 {
                 v.push(t0.elapsed().as_secs_f64() * 1e3);
             }

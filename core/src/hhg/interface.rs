@@ -130,8 +130,9 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord<B>>, A: Storag
         self.query_box(aabb, &mut f)
     }
 
-    /// One task per 2048 occupied cells (at most 1024) on the grids; one on
-    /// the small-N path. Changes only with the boxes stored. `O(1)`.
+    /// One task per 2048 occupied cells (at most 256 tasks, the grain grows
+    /// beyond 524 288 cells) on the grids; one on the small-N path. Changes
+    /// only with the boxes stored. `O(1)`.
     fn overlap_tasks(&self) -> usize {
         self.pair_tasks()
     }
@@ -140,12 +141,17 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord<B>>, A: Storag
     /// on `exec`: task `t` tests the boxes of occupied-cell records
     /// `2048·t ..` against their neighbourhoods, and the unbounded objects
     /// against those boxes (task 0 also tests the unbounded objects against
-    /// each other). The sort of the records (when due) and the packed copy
-    /// are made on the calling thread first. Each sink's pairs and their
-    /// order depend only on the stored boxes, never on the executor.
+    /// each other). The records are sorted first when due, on the calling
+    /// thread; the packed copy is made by tasks too (in a layout of its own,
+    /// see the `par` module's source). Each sink's pairs and their order
+    /// depend only on the stored boxes, never on the executor; the pairs of
+    /// all sinks are exactly those of
+    /// [`for_each_overlap`](Self::for_each_overlap). No memory beyond the
+    /// structure's: the copy lives in the record buffer as the serial one
+    /// does, plus about 3 KiB of stack.
     ///
-    /// `O((n · g + p) / w)` on `w` workers plus `O(n)` on the calling
-    /// thread (the packed copy) and the sort when due, as
+    /// `O((n · g + p) / w)` on `w` workers, plus the `O(r log r)` sort of
+    /// the `r` records on the calling thread when due, as
     /// [`for_each_overlap`](Self::for_each_overlap).
     ///
     /// # Errors

@@ -27,18 +27,24 @@
 //!
 //! # Detection
 //!
-//! The records are sorted (when the serial detection would sort them) and
-//! the packed copy is made on the calling thread — the copy writes the
-//! entry fields of elements whose record fields other tasks would have to
-//! read at the same time, which safe disjoint pieces cannot express. The
-//! pair tests, the bulk of detection, then run as tasks over ranges of
-//! occupied-cell records, each into its own sink; task `t` also tests the
-//! unbounded objects against the boxes of its records, and task 0 the
+//! The records are sorted first when the serial detection would sort them
+//! (on the calling thread). The packed copy is then made by tasks, in a
+//! layout of its own: the serial [`pack`](HierarchicalHashGrid::pack)
+//! writes entry `j` into element `j`, whose record fields another task may
+//! be reading, which safe disjoint pieces cannot express. Here the first box
+//! of record `p`'s cell goes into element `p` itself and the cell's other
+//! boxes into a stretch of the elements past the records, each task's
+//! stretch sized by a first counting pass: every task writes only elements
+//! it owns, and the record buffer, which holds every stored box, always has
+//! the room. The pair tests then run as tasks over ranges of occupied-cell
+//! records (2048 per task, at most 256 tasks), each into its own sink,
+//! testing the same candidates as the serial detection; task `t` also tests
+//! the unbounded objects against the boxes of its records, and task 0 the
 //! unbounded objects against each other.
 
 use super::{
-    HhgRecord, HhgSlot, HierarchicalHashGrid, KEY_FLAT, KEY_UNBOUNDED, LEVELS, LOCAL_BITS, Level,
-    NONE, UpdateStrategy, is_grid_key, key,
+    HhgRecord, HhgSlot, HierarchicalHashGrid, KEY_FLAT, KEY_UNBOUNDED, LEVELS, LOCAL_BITS,
+    LOCAL_MASK, Level, NONE, UpdateStrategy, is_grid_key, key,
 };
 use crate::error::Error;
 use crate::exec::{Executor, Parts, task_split};
@@ -53,8 +59,9 @@ const UPDATE_GRAIN: usize = 8192;
 const UPDATE_TASKS: usize = 256;
 /// Occupied-cell records per task of the parallel detection.
 const PAIR_GRAIN: usize = 2048;
-/// At most this many detection tasks (one sink each).
-const PAIR_TASKS: usize = 1024;
+/// At most this many detection tasks (one sink each; the packed copy keeps
+/// a count and an offset per task on the stack).
+const PAIR_TASKS: usize = 256;
 
 /// What one task of pass 1 found.
 #[derive(Clone, Copy, Debug)]
@@ -262,7 +269,7 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord<B>>, A: Storag
     }
 
     /// [`BroadPhase::overlap_tasks`]: tasks of 2048 occupied cells (at most
-    /// 1024) on the grids, one on the small-N path.
+    /// 256) on the grids, one on the small-N path.
     pub(super) fn pair_tasks(&self) -> usize {
         if self.grid_mode {
             task_split(self.nrec as usize, PAIR_GRAIN, PAIR_TASKS).0
@@ -301,43 +308,266 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord<B>>, A: Storag
         if self.unsorted as u64 * 8 > self.nrec as u64 {
             self.sort_records();
         }
-        let total = self.pack();
         let (_, grain) = task_split(self.nrec as usize, PAIR_GRAIN, PAIR_TASKS);
-        let this = &*self;
-        exec.run(tasks, Parts::chunks(sinks, 1), |t, mut part| {
-            let Some(sink) = part.slice().first_mut() else {
-                return;
-            };
-            let lo = t * grain;
-            let hi = lo.saturating_add(grain);
-            let mut g = |a, b| f(sink, a, b);
-            this.grid_pairs_of(lo, hi, total, &mut g);
-            this.unbounded_pairs_of(t == 0, lo, hi, total, &mut g);
-        });
+        if let Some(end) = self.par_pack(exec, tasks, grain) {
+            let this = &*self;
+            exec.run(tasks, Parts::chunks(sinks, 1), |t, mut part| {
+                let Some(sink) = part.slice().first_mut() else {
+                    return;
+                };
+                let lo = t * grain;
+                let hi = lo.saturating_add(grain);
+                let mut g = |a, b| f(sink, a, b);
+                this.split_pairs_of(lo, hi, end, &mut g);
+                let (firsts, rest) = this.split_entries(lo, hi, end);
+                this.unbounded_pairs_of(t == 0, firsts, rest, &mut g);
+            });
+        } else {
+            // Unreachable (the records hold every grid box): the packed
+            // copy of the serial detection, its pairs in tasks.
+            let total = self.pack();
+            let this = &*self;
+            exec.run(tasks, Parts::chunks(sinks, 1), |t, mut part| {
+                let Some(sink) = part.slice().first_mut() else {
+                    return;
+                };
+                let lo = t * grain;
+                let hi = lo.saturating_add(grain);
+                let mut g = |a, b| f(sink, a, b);
+                this.grid_pairs_of(lo, hi, total, &mut g);
+                let recs = this.recs.as_ref();
+                let nrec = this.nrec as usize;
+                let first = |p: usize| match recs[..nrec].get(p) {
+                    Some(r) => r.start as usize,
+                    None => total as usize,
+                };
+                let entries = &recs[first(lo)..first(hi)];
+                this.unbounded_pairs_of(t == 0, &[], entries, &mut g);
+            });
+        }
         Ok(())
     }
 
-    /// The unbounded objects' pairs with the packed boxes of records
-    /// `lo..hi` (of `total` entries), and with each other if `among`.
+    /// The parallel detection's packed copy, made by tasks (the serial
+    /// [`pack`](Self::pack) writes entry `j` into element `j`, whose record
+    /// fields another task may be reading; this layout keeps every task in
+    /// its own elements). The first box of record `p`'s cell goes into
+    /// element `p` itself; the others, in list order, into the stretch
+    /// `start..` of the elements past the records (`start` of record `p + 1`,
+    /// or the returned end, ends it). Task `t` owns records
+    /// `grain·t ..` and the stretch of their other boxes (counted in a first
+    /// pass). Returns the end of the last stretch, or `None` (nothing
+    /// usable written) if the record buffer is too short, which it never is:
+    /// it holds every stored box.
+    fn par_pack<E: Executor>(&mut self, exec: &E, tasks: usize, grain: usize) -> Option<usize> {
+        let nrec = self.nrec as usize;
+        let mut extra = [0u32; PAIR_TASKS];
+        let extra = &mut extra[..tasks.min(PAIR_TASKS)];
+        // Pass 1: each cell's first box into its record's element, the
+        // number of its other boxes into `start`, and each task's sum.
+        {
+            let slots = self.slots.as_ref();
+            let own = &mut self.recs.as_mut()[..nrec];
+            exec.run(
+                tasks,
+                (Parts::chunks(own, grain), Parts::chunks(&mut extra[..], 1)),
+                |_, (mut po, mut pe)| {
+                    let mut sum = 0u32;
+                    for r in po.slice() {
+                        let h = &slots[r.head as usize];
+                        r.id = r.head;
+                        r.aabb = h.aabb;
+                        let mut c = 0u32;
+                        let mut a = h.next;
+                        while a != NONE {
+                            c += 1;
+                            a = slots[a as usize].next;
+                        }
+                        r.start = c;
+                        sum += c;
+                    }
+                    if let Some(e) = pe.slice().first_mut() {
+                        *e = sum;
+                    }
+                },
+            );
+        }
+        let mut offs = [0usize; PAIR_TASKS + 1];
+        offs[0] = nrec;
+        for (t, &e) in extra.iter().enumerate() {
+            offs[t + 1] = offs[t] + e as usize;
+        }
+        let end = offs[extra.len()];
+        for o in &mut offs[extra.len() + 1..] {
+            *o = end;
+        }
+        if end > self.recs.as_ref().len() || end > u32::MAX as usize {
+            return None;
+        }
+        // Pass 2: the other boxes into each task's stretch; the starts.
+        {
+            let slots = self.slots.as_ref();
+            let (own, tail) = self.recs.as_mut().split_at_mut(nrec);
+            let o = &offs;
+            exec.run(
+                tasks,
+                (
+                    Parts::chunks(own, grain),
+                    Parts::cut(tail, move |t: usize| {
+                        o.get(t).map_or(usize::MAX, |x| x.saturating_sub(nrec))
+                    }),
+                ),
+                |t, (mut po, mut pt)| {
+                    let base = o.get(t).copied().unwrap_or(end);
+                    let list = pt.slice();
+                    let mut j = 0usize;
+                    for r in po.slice() {
+                        let c = r.start;
+                        r.start = (base + j) as u32;
+                        if c == 0 {
+                            continue;
+                        }
+                        let mut a = slots[r.head as usize].next;
+                        while a != NONE {
+                            let s = &slots[a as usize];
+                            if let Some(e) = list.get_mut(j) {
+                                e.id = a;
+                                e.aabb = s.aabb;
+                            }
+                            j += 1;
+                            a = s.next;
+                        }
+                    }
+                },
+            );
+        }
+        Some(end)
+    }
+
+    /// Record `q`'s run in [`par_pack`](Self::par_pack)'s layout: its first
+    /// entry and the others (`end` ends the last stretch).
+    #[inline(always)]
+    fn split_run(&self, q: usize, end: usize) -> (&HhgRecord<B>, &[HhgRecord<B>]) {
+        let recs = self.recs.as_ref();
+        let nrec = self.nrec as usize;
+        let s = recs[q].start as usize;
+        let e = match recs[..nrec].get(q + 1) {
+            Some(r) => r.start as usize,
+            None => end,
+        };
+        (&recs[q], &recs[s..e])
+    }
+
+    /// The entries of records `lo..hi` in [`par_pack`](Self::par_pack)'s
+    /// layout: their first entries and the others.
+    fn split_entries(
+        &self,
+        lo: usize,
+        hi: usize,
+        end: usize,
+    ) -> (&[HhgRecord<B>], &[HhgRecord<B>]) {
+        let recs = self.recs.as_ref();
+        let nrec = self.nrec as usize;
+        let (lo, hi) = (lo.min(nrec), hi.min(nrec));
+        let start = |p: usize| match recs[..nrec].get(p) {
+            Some(r) => r.start as usize,
+            None => end,
+        };
+        (&recs[lo..hi], &recs[start(lo)..start(hi)])
+    }
+
+    /// Reports `ea` against every entry of the run `(first, rest)`.
+    #[inline(always)]
+    fn one_vs_run<F: FnMut(u32, u32)>(
+        ea: &HhgRecord<B>,
+        (first, rest): (&HhgRecord<B>, &[HhgRecord<B>]),
+        f: &mut F,
+    ) {
+        if ea.aabb.overlaps(&first.aabb) {
+            f(ea.id, first.id);
+        }
+        for eb in rest {
+            if ea.aabb.overlaps(&eb.aabb) {
+                f(ea.id, eb.id);
+            }
+        }
+    }
+
+    /// [`grid_pairs_of`](Self::grid_pairs_of) over
+    /// [`par_pack`](Self::par_pack)'s layout: the same pairs from the same
+    /// records.
+    fn split_pairs_of<F: FnMut(u32, u32)>(&self, lo: usize, hi: usize, end: usize, f: &mut F) {
+        let recs = self.recs.as_ref();
+        let hi = hi.min(self.nrec as usize);
+        for (p, r) in recs[..hi].iter().enumerate().skip(lo) {
+            let k = r.key;
+            let i = (k >> LOCAL_BITS) as usize;
+            let local = k & LOCAL_MASK;
+            let lv = &self.levels[i];
+            let cells = self.cells(lv);
+            let (first, rest) = self.split_run(p, end);
+            // Inside the cell.
+            for (x, ea) in rest.iter().enumerate() {
+                if first.aabb.overlaps(&ea.aabb) {
+                    f(first.id, ea.id);
+                }
+                for eb in &rest[x + 1..] {
+                    if ea.aabb.overlaps(&eb.aabb) {
+                        f(ea.id, eb.id);
+                    }
+                }
+            }
+            // Forward half of the neighbours.
+            let mut qs = [NONE; 13]; // the 3D half stencil (2D: 4)
+            for (q, &off) in qs.iter_mut().zip(&self.row(lv, local)[1..=Self::HALF]) {
+                *q = cells[local.wrapping_add(off) as usize];
+            }
+            for &q in &qs[..Self::HALF] {
+                if q != NONE {
+                    let other = self.split_run(q as usize, end);
+                    Self::one_vs_run(first, other, f);
+                    for ea in rest {
+                        Self::one_vs_run(ea, other, f);
+                    }
+                }
+            }
+            // Every grid with larger cells.
+            let larger = self.active & !((2u32 << i) - 1);
+            if larger == 0 {
+                continue;
+            }
+            for ea in core::iter::once(first).chain(rest) {
+                let mut m = larger;
+                while m != 0 {
+                    let h = m.trailing_zeros() as usize;
+                    m &= m - 1;
+                    let lh = &self.levels[h];
+                    let hl = Self::local(lh, ea.aabb.min());
+                    let hcells = self.cells(lh);
+                    for &off in self.row(lh, hl) {
+                        let q = hcells[hl.wrapping_add(off) as usize];
+                        if q != NONE {
+                            Self::one_vs_run(ea, self.split_run(q as usize, end), f);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The unbounded objects' pairs with the packed boxes `firsts` and
+    /// `rest`, and with each other if `among`.
     fn unbounded_pairs_of<F: FnMut(u32, u32)>(
         &self,
         among: bool,
-        lo: usize,
-        hi: usize,
-        total: u32,
+        firsts: &[HhgRecord<B>],
+        rest: &[HhgRecord<B>],
         f: &mut F,
     ) {
         if self.unbounded_head == NONE {
             return;
         }
         let slots = self.slots.as_ref();
-        let recs = self.recs.as_ref();
-        let nrec = self.nrec as usize;
-        let first = |p: usize| match recs[..nrec].get(p) {
-            Some(r) => r.start as usize,
-            None => total as usize,
-        };
-        let entries = &recs[first(lo)..first(hi)];
         let mut u = self.unbounded_head;
         while u != NONE {
             let bu = slots[u as usize].aabb;
@@ -350,7 +580,7 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord<B>>, A: Storag
                     v = slots[v as usize].next;
                 }
             }
-            for e in entries {
+            for e in firsts.iter().chain(rest) {
                 if bu.overlaps(&e.aabb) {
                     f(u, e.id);
                 }
