@@ -6,6 +6,14 @@
 //! Before timing, every implementation's pair count after one step is
 //! checked against the hierarchical hash grid's; a mismatch panics. The full
 //! comparison (10² to 10⁶, the paper's §4) is the `bp_report` binary.
+//!
+//! A second group, `threads/100000/IMPLEMENTATION-T`, times the same step at
+//! 10⁵ boxes on `T` = 1 and 2 threads: the grid's parallel forms
+//! (`par_update_all` + `par_for_each_overlap` on a
+//! [`spatium_host::par::HostExec`]) and parry3d's `Bvh` rebuilt with its
+//! task-parallel pair traversal on a rayon pool of `T` threads (criterion
+//! reports wall-clock time; the thread-scaling report is `report --
+//! threads --only bp`).
 
 use core::hint::black_box;
 use core::time::Duration;
@@ -14,9 +22,12 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use spatium::{Aabb3, BroadPhase, BruteForceBroadPhase, HhgConfig, UpdateStrategy};
 use spatium_benches::bp_peers::{ParryBvh, SweepAndPrune};
 use spatium_host::make;
+use spatium_host::par::{HostExec, Rayon};
 use spatium_host::scenarios::moving_cubes;
 
 const N: usize = 10_000;
+/// Boxes of the thread group: enough for tens of tasks.
+const N_PAR: usize = 100_000;
 
 fn bench(c: &mut Criterion) {
     let mut sc = moving_cubes::<Aabb3>(N, 3);
@@ -92,5 +103,67 @@ fn bench(c: &mut Criterion) {
     grp.finish();
 }
 
-criterion_group!(benches, bench);
+/// The step on 1 and 2 threads: the grid's parallel forms and parry's
+/// parallel pair traversal.
+fn bench_threads(c: &mut Criterion) {
+    let mut sc = moving_cubes::<Aabb3>(N_PAR, 4);
+    let start = sc.boxes.clone();
+    sc.step();
+    let moved = sc.boxes.clone();
+    let sets = [&start, &moved];
+    let cfg = HhgConfig::DEFAULT;
+    let mut grp = c.benchmark_group(format!("threads/{N_PAR}"));
+    grp.sample_size(10).measurement_time(Duration::from_secs(3));
+    let mut reference = None;
+    for threads in [1usize, 2] {
+        let exec = HostExec::new(threads);
+        let mut g = make::hhg::<Aabb3>(N_PAR, 2 * cfg.arena_words_for::<Aabb3>(N_PAR), cfg);
+        for (i, b) in start.iter().enumerate() {
+            g.insert(i as u32, *b).unwrap();
+        }
+        let mut sinks: Vec<u64> = Vec::new();
+        let mut step = |boxes: &[Aabb3]| {
+            g.par_update_all(&exec, boxes, UpdateStrategy::Incremental)
+                .unwrap();
+            sinks.clear();
+            sinks.resize(g.overlap_tasks(), 0);
+            g.par_for_each_overlap(&exec, &mut sinks, |s, _, _| *s += 1)
+                .unwrap();
+            sinks.iter().sum::<u64>()
+        };
+        let pairs = step(sets[1]);
+        assert_eq!(*reference.get_or_insert(pairs), pairs, "hhg-par-{threads}");
+        let mut k = 0usize;
+        grp.bench_function(format!("hhg-par-{threads}"), |b| {
+            b.iter(|| {
+                k += 1;
+                black_box(step(sets[k % 2]))
+            })
+        });
+    }
+    for threads in [1usize, 2] {
+        let pool = Rayon::new(threads).unwrap();
+        let mut bvh = ParryBvh::new(&start);
+        let mut step = |boxes: &[Aabb3]| {
+            bvh.rebuild(boxes);
+            pool.pool().install(|| bvh.overlaps_parallel()).len() as u64
+        };
+        let pairs = step(sets[1]);
+        assert_eq!(
+            reference,
+            Some(pairs),
+            "parry-rebuild-par-{threads} disagrees with hhg"
+        );
+        let mut k = 0usize;
+        grp.bench_function(format!("parry-rebuild-par-{threads}"), |b| {
+            b.iter(|| {
+                k += 1;
+                black_box(step(sets[k % 2]))
+            })
+        });
+    }
+    grp.finish();
+}
+
+criterion_group!(benches, bench, bench_threads);
 criterion_main!(benches);

@@ -13,7 +13,9 @@
 //! Both report every overlapping pair exactly once, with the closed-interval
 //! convention of [`BoundingBox::overlaps`] (boxes that touch overlap), so
 //! their pairs equal those of spatium's brute force exactly. Everything runs
-//! on the calling thread (parry3d is built without its `parallel` feature).
+//! on the calling thread except [`ParryBvh::overlaps_parallel`], parry3d's
+//! task-parallel traversal (its `parallel` feature, over rayon, which the
+//! host crate already uses), for the thread-scaling experiment.
 //!
 //! [`Pairs`] is the pair count and order-free checksum the broad-phase
 //! experiments compare between implementations, step by step.
@@ -357,6 +359,15 @@ impl ParryBvh {
     pub fn for_each_overlap(&mut self, mut f: impl FnMut(u32, u32)) {
         self.bvh
             .traverse_bvtt_single_tree::<false>(&mut self.workspace, &mut f);
+    }
+
+    /// Every pair of overlapping leaves by parry's task-parallel traversal
+    /// (`Bvh::traverse_bvtt_single_tree_parallel`), on the current rayon
+    /// pool (run it inside `ThreadPool::install` to choose the threads):
+    /// the same pairs as [`for_each_overlap`](Self::for_each_overlap), in
+    /// one `Vec`.
+    pub fn overlaps_parallel(&self) -> Vec<(u32, u32)> {
+        self.bvh.traverse_bvtt_single_tree_parallel::<false>()
     }
 }
 

@@ -63,7 +63,10 @@ impl Setup {
 type Section = (&'static str, fn(&Setup) -> Vec<ThreadRow>);
 
 /// The sections, in report order.
-const SECTIONS: &[Section] = &[("neighbors", super::threads_neighbors::rows)];
+const SECTIONS: &[Section] = &[
+    ("neighbors", super::threads_neighbors::rows),
+    ("bp", super::threads_hhg::rows),
+];
 
 /// Renders the rows as a table with each workload's speed-up over its own
 /// one-thread figure.

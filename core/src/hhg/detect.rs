@@ -135,8 +135,22 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord<B>>, A: Storag
     /// Pairs of the grids (Algorithm 4), over the packed copy of `total`
     /// entries that [`pack`](Self::pack) has just made.
     pub(super) fn grid_pairs<F: FnMut(u32, u32)>(&self, total: u32, f: &mut F) {
+        self.grid_pairs_of(0, self.nrec as usize, total, f);
+    }
+
+    /// The pairs [`grid_pairs`](Self::grid_pairs) finds from the occupied
+    /// cells of records `lo..hi` (each pair is found from exactly one
+    /// record, so disjoint ranges find disjoint pairs).
+    pub(super) fn grid_pairs_of<F: FnMut(u32, u32)>(
+        &self,
+        lo: usize,
+        hi: usize,
+        total: u32,
+        f: &mut F,
+    ) {
         let recs = self.recs.as_ref();
-        for (p, r) in recs[..self.nrec as usize].iter().enumerate() {
+        let hi = hi.min(self.nrec as usize);
+        for (p, r) in recs[..hi].iter().enumerate().skip(lo) {
             let k = r.key;
             let i = (k >> LOCAL_BITS) as usize;
             let local = k & LOCAL_MASK;

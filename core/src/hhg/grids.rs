@@ -96,7 +96,14 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord<B>>, A: Storag
     /// coordinate within [`HHG_RANGE_CELLS`] cells. `Err` for out of range.
     #[inline(always)]
     pub(super) fn fits(&self, i: usize, b: &B) -> Result<bool, Error> {
-        let inv = self.levels[i].inv;
+        Self::fits_at(&self.levels, i, b)
+    }
+
+    /// [`fits`](Self::fits) over the levels alone (for the parallel tasks,
+    /// which borrow the buffers apart from the levels).
+    #[inline(always)]
+    pub(super) fn fits_at(levels: &[Level; LEVELS], i: usize, b: &B) -> Result<bool, Error> {
+        let inv = levels[i].inv;
         let (lo, hi) = (b.min(), b.max());
         let mut ok = true;
         for k in 0..Self::D {
@@ -112,11 +119,11 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord<B>>, A: Storag
 
     /// The level a box of longest edge `size` belongs to (eq. 3.3.3), before
     /// the span check: the first usable level whose cells are larger.
-    pub(super) fn size_level(&self, size: f32) -> Option<usize> {
+    pub(super) fn size_level_at(levels: &[Level; LEVELS], size: f32) -> Option<usize> {
         // Usable levels are one contiguous run with increasing cells.
-        let lo = self.levels.iter().position(|l| l.usable)?;
-        let hi = LEVELS - self.levels.iter().rev().position(|l| l.usable)?;
-        let i = lo + self.levels[lo..hi].partition_point(|l| l.cell <= size);
+        let lo = levels.iter().position(|l| l.usable)?;
+        let hi = LEVELS - levels.iter().rev().position(|l| l.usable)?;
+        let i = lo + levels[lo..hi].partition_point(|l| l.cell <= size);
         (i < hi).then_some(i)
     }
 
@@ -127,15 +134,20 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord<B>>, A: Storag
     /// too large for every level; [`Error::OutOfRange`] if no level can
     /// represent its coordinates.
     pub(super) fn ideal(&self, b: &B) -> Result<Option<usize>, Error> {
-        let Some(start) = self.size_level(b.longest_edge()) else {
+        Self::ideal_at(&self.levels, b)
+    }
+
+    /// [`ideal`](Self::ideal) over the levels alone.
+    pub(super) fn ideal_at(levels: &[Level; LEVELS], b: &B) -> Result<Option<usize>, Error> {
+        let Some(start) = Self::size_level_at(levels, b.longest_edge()) else {
             return Ok(None);
         };
         let mut err = None;
         for i in start..LEVELS {
-            if !self.levels[i].usable {
+            if !levels[i].usable {
                 continue;
             }
-            match self.fits(i, b) {
+            match Self::fits_at(levels, i, b) {
                 Ok(true) => return Ok(Some(i)),
                 Ok(false) => err = None,
                 Err(e) => err = Some(e),

@@ -8,6 +8,7 @@
 
 use super::{HhgRecord, HhgSlot, HierarchicalHashGrid};
 use crate::error::Error;
+use crate::exec::Executor;
 use crate::geom::BoundingBox;
 use crate::storage::Storage;
 use crate::traits::BroadPhase;
@@ -127,5 +128,48 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord<B>>, A: Storag
     /// [`Error::InvertedBox`].
     fn query<F: FnMut(u32)>(&mut self, aabb: &B, mut f: F) -> Result<(), Error> {
         self.query_box(aabb, &mut f)
+    }
+
+    /// One task per 2048 occupied cells (at most 256 tasks, the grain grows
+    /// beyond 524 288 cells) on the grids; one on the small-N path. Changes
+    /// only with the boxes stored. `O(1)`.
+    fn overlap_tasks(&self) -> usize {
+        self.pair_tasks()
+    }
+
+    /// [`for_each_overlap`](Self::for_each_overlap)'s pairs, found by tasks
+    /// on `exec`: task `t` tests the boxes of occupied-cell records
+    /// `2048·t ..` against their neighbourhoods, and the unbounded objects
+    /// against those boxes (task 0 also tests the unbounded objects against
+    /// each other). The records are sorted first when due, on the calling
+    /// thread; the packed copy is made by tasks too (in a layout of its own,
+    /// see the `par` module's source). Each sink's pairs and their order
+    /// depend only on the stored boxes, never on the executor; the pairs of
+    /// all sinks are exactly those of
+    /// [`for_each_overlap`](Self::for_each_overlap). No memory beyond the
+    /// structure's: the copy lives in the record buffer as the serial one
+    /// does, plus about 3 KiB of stack.
+    ///
+    /// `O((n · g + p) / w)` on `w` workers, plus the `O(r log r)` sort of
+    /// the `r` records on the calling thread when due, as
+    /// [`for_each_overlap`](Self::for_each_overlap).
+    ///
+    /// # Errors
+    /// [`Error::BufferTooSmall`] with fewer than
+    /// [`overlap_tasks`](Self::overlap_tasks) sinks (nothing is called, the
+    /// structure is unchanged).
+    fn par_for_each_overlap<E, K, F>(
+        &mut self,
+        exec: &E,
+        sinks: &mut [K],
+        f: F,
+    ) -> Result<(), Error>
+    where
+        E: Executor,
+        K: Send,
+        F: Fn(&mut K, u32, u32) + Sync,
+        Self: Send + Sync,
+    {
+        self.par_pairs(exec, sinks, f)
     }
 }

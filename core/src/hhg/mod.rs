@@ -40,13 +40,24 @@
 //!
 //! The code is split by operation: `config` (tuning), `grids` (levels,
 //! arena, cell lists), `update` (insert, update, remove, bulk updates),
-//! `detect` (pairs and box queries), `stats` ([`Inspect`]), `validate` and
-//! `interface` (the [`BroadPhase`] implementation).
+//! `detect` (pairs and box queries), `par` (the parallel update and
+//! detection, [`HierarchicalHashGrid::par_update_all`] and
+//! [`BroadPhase::par_for_each_overlap`]), `stats` ([`Inspect`]), `validate`
+//! and `interface` (the [`BroadPhase`] implementation).
+//!
+//! The parallel forms take no memory beyond the above: the parallel update
+//! lists the boxes that change cell in the record buffer's packed-copy
+//! fields (scratch until the next detection) and keeps one 16-byte counter
+//! per task (at most 256) on the stack; the parallel detection makes its
+//! packed copy in the record buffer too, with a count and an offset per
+//! task (at most 256) on the stack, and writes its pairs into the caller's
+//! sinks.
 
 mod config;
 mod detect;
 mod grids;
 mod interface;
+mod par;
 mod stats;
 mod update;
 mod validate;

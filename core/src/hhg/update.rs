@@ -174,6 +174,14 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord<B>>, A: Storag
                 got: seen as usize,
             });
         }
+        self.apply_all(&boxes[..n], strategy);
+        Ok(())
+    }
+
+    /// The moves of [`update_all`](Self::update_all), once every box has
+    /// passed its checks: `boxes` is indexed by id (at most the capacity).
+    pub(super) fn apply_all(&mut self, boxes: &[B], strategy: UpdateStrategy) {
+        let n = boxes.len();
         match strategy {
             UpdateStrategy::Incremental => {
                 for (id, b) in boxes[..n].iter().enumerate() {
@@ -198,7 +206,6 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord<B>>, A: Storag
                 }
             }
         }
-        Ok(())
     }
 
     /// Empties every cell, keeping the grids: every grid box and every
@@ -239,8 +246,14 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord<B>>, A: Storag
     /// and, unless it stays in its grid, the range check of the level it
     /// would go to (levels exist once a bounded box does).
     pub(super) fn check_update(&self, k: u32, b: &B) -> Result<(), Error> {
+        Self::check_update_at(&self.levels, k, b)
+    }
+
+    /// [`check_update`](Self::check_update) over the levels alone.
+    #[inline]
+    pub(super) fn check_update_at(levels: &[Level; LEVELS], k: u32, b: &B) -> Result<(), Error> {
         Self::check_box(k, b)?;
-        self.check_move(k, b)
+        Self::check_move_at(levels, k, b)
     }
 
     /// The box checks of the kind of box keyed `k` (an unbounded object
@@ -256,8 +269,14 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord<B>>, A: Storag
     /// The range check of the level a checked box `b` keyed `k` would go to,
     /// unless it stays in its grid (unbounded objects have none).
     fn check_move(&self, k: u32, b: &B) -> Result<(), Error> {
-        if k != KEY_UNBOUNDED && !self.stays(k, b) {
-            self.ideal(b)?;
+        Self::check_move_at(&self.levels, k, b)
+    }
+
+    /// [`check_move`](Self::check_move) over the levels alone.
+    #[inline]
+    fn check_move_at(levels: &[Level; LEVELS], k: u32, b: &B) -> Result<(), Error> {
+        if k != KEY_UNBOUNDED && !Self::stays_at(levels, k, b) {
+            Self::ideal_at(levels, b)?;
         }
         Ok(())
     }
@@ -266,15 +285,21 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord<B>>, A: Storag
     /// level by size, within two cells per axis and in range there.
     #[inline(always)]
     pub(super) fn stays(&self, k: u32, b: &B) -> bool {
+        Self::stays_at(&self.levels, k, b)
+    }
+
+    /// [`stays`](Self::stays) over the levels alone.
+    #[inline(always)]
+    pub(super) fn stays_at(levels: &[Level; LEVELS], k: u32, b: &B) -> bool {
         if !is_grid_key(k) {
             return false;
         }
         let i = (k >> LOCAL_BITS) as usize;
-        let lv = &self.levels[i];
+        let lv = &levels[i];
         let size = b.longest_edge();
         size < lv.cell
-            && (size >= lv.lower || self.size_level(size) == Some(i))
-            && self.fits(i, b) == Ok(true)
+            && (size >= lv.lower || Self::size_level_at(levels, size) == Some(i))
+            && Self::fits_at(levels, i, b) == Ok(true)
     }
 
     pub(super) fn apply_update(&mut self, id: u32, b: B) {

@@ -1,0 +1,176 @@
+//! The broad-phase section of the thread-scaling experiment: the
+//! hierarchical hash grid on the bp experiment's moving cubes (10⁶ by
+//! default), one step = `par_update_all` + `par_for_each_overlap` into
+//! per-task pair counters, beside parry3d's BVH (rebuilt each step, as in
+//! the bp experiment) serial and with its task-parallel pair traversal on a
+//! rayon pool of the same size (parry has no parallel build).
+//!
+//! Protocol: the scene is built once and stepped 10 times untimed (steady
+//! state); then, for each thread count, one untimed step (the pool's first
+//! use) and at least 5 timed steps (3 with `--quick`), the scene's own
+//! motion untimed. Each figure is the wall-clock median per step. The
+//! update and the detection are also given apart (the same steps).
+
+use super::threads::{Setup, ThreadRow};
+use crate::bp_peers::{Pairs, ParryBvh};
+use crate::measure::median;
+use spatium::{Aabb3, BroadPhase, HhgConfig, UpdateStrategy};
+use spatium_host::make::{self, VecHhg};
+use spatium_host::par::{HostExec, Rayon};
+use spatium_host::scenarios::{BoxScenario, moving_cubes};
+use std::time::Instant;
+
+/// Untimed steps after the build.
+const WARM_UP: usize = 10;
+
+/// Boxes: `setup.n`, else 10⁶ (20 000 with `--quick`).
+fn size(setup: &Setup) -> usize {
+    setup
+        .n
+        .unwrap_or(if setup.quick { 20_000 } else { 1_000_000 })
+}
+
+/// Timed steps per thread count.
+fn timed_steps(setup: &Setup) -> usize {
+    if setup.quick { 3 } else { 5 }
+}
+
+fn row(workload: &str, who: &str, n: usize, threads: usize, v: &[f64]) -> ThreadRow {
+    ThreadRow {
+        workload: workload.to_owned(),
+        who: who.to_owned(),
+        n,
+        threads,
+        median_ms: median(v),
+        runs: v.len(),
+    }
+}
+
+/// One step of the grid on `exec`: update, then every pair into per-task
+/// counters, combined in task order. Returns the pairs and the two times.
+fn hhg_step(
+    g: &mut VecHhg<Aabb3>,
+    exec: &HostExec,
+    boxes: &[Aabb3],
+    sinks: &mut Vec<Pairs>,
+) -> (Pairs, f64, f64) {
+    let t0 = Instant::now();
+    g.par_update_all(exec, boxes, UpdateStrategy::Incremental)
+        .expect("update");
+    let t1 = Instant::now();
+    sinks.clear();
+    sinks.resize(g.overlap_tasks(), Pairs::default());
+    g.par_for_each_overlap(exec, sinks, |s, a, b| s.add(a, b))
+        .expect("pairs");
+    let mut all = Pairs::default();
+    for s in sinks.iter() {
+        all.count += s.count;
+        all.sum = all.sum.wrapping_add(s.sum);
+    }
+    let t2 = Instant::now();
+    (
+        all,
+        (t1 - t0).as_secs_f64() * 1e3,
+        (t2 - t1).as_secs_f64() * 1e3,
+    )
+}
+
+/// Rows for the hierarchical hash grid and parry3d's BVH.
+pub fn rows(setup: &Setup) -> Vec<ThreadRow> {
+    let n = size(setup);
+    let steps = timed_steps(setup);
+    let cfg = HhgConfig::DEFAULT;
+    let base: BoxScenario<Aabb3> = moving_cubes(n, 9);
+    let mut out = Vec::new();
+
+    // The grid.
+    let mut sc = base.clone();
+    let arena = 2 * VecHhg::<Aabb3>::arena_words_for(n, &cfg) + (1 << 16);
+    let mut g = make::hhg::<Aabb3>(n, arena, cfg);
+    for (i, b) in sc.boxes.iter().enumerate() {
+        g.insert(i as u32, *b).expect("insert");
+    }
+    for _ in 0..WARM_UP {
+        sc.step();
+        g.update_all(&sc.boxes, UpdateStrategy::Incremental)
+            .expect("update");
+        g.for_each_overlap(|_, _| {}).expect("pairs");
+    }
+    let mut sinks = Vec::new();
+    for &threads in &setup.threads {
+        let exec = HostExec::new(threads);
+        sc.step();
+        let (got, _, _) = hhg_step(&mut g, &exec, &sc.boxes, &mut sinks);
+        // The pairs of the parallel detection are the serial ones.
+        let mut want = Pairs::default();
+        g.for_each_overlap(|a, b| want.add(a, b)).expect("pairs");
+        assert_eq!(got, want, "hhg on {threads} threads");
+        let (mut step, mut update, mut detect) = (Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..steps {
+            sc.step();
+            let (_, u, d) = hhg_step(&mut g, &exec, &sc.boxes, &mut sinks);
+            step.push(u + d);
+            update.push(u);
+            detect.push(d);
+        }
+        let who = "spatium hhg";
+        out.push(row(
+            "moving cubes: update + all pairs",
+            who,
+            n,
+            threads,
+            &step,
+        ));
+        out.push(row("moving cubes: update", who, n, threads, &update));
+        out.push(row("moving cubes: all pairs", who, n, threads, &detect));
+        eprintln!(
+            "  hhg {n} boxes, {threads} threads: step {:.1} ms (update {:.1}, pairs {:.1}), {} pairs",
+            median(&step),
+            median(&update),
+            median(&detect),
+            want.count
+        );
+    }
+    drop(g);
+
+    // parry3d's BVH, rebuilt each step: serial, then its parallel pairs.
+    let mut sc = base;
+    let mut bvh = ParryBvh::new(&sc.boxes);
+    let workload = "moving cubes: BVH rebuild + all pairs";
+    let mut v = Vec::new();
+    for k in 0..steps + 1 {
+        sc.step();
+        let t0 = Instant::now();
+        bvh.rebuild(&sc.boxes);
+        let mut p = Pairs::default();
+        bvh.for_each_overlap(|a, b| p.add(a, b));
+        core::hint::black_box(p);
+        if k > 0 {
+            v.push(t0.elapsed().as_secs_f64() * 1e3);
+        }
+    }
+    out.push(row(workload, "parry3d (serial)", n, 1, &v));
+    eprintln!("  parry serial: {:.1} ms", median(&v));
+    for &threads in &setup.threads {
+        let Ok(pool) = Rayon::new(threads) else {
+            continue;
+        };
+        let mut v = Vec::new();
+        for k in 0..steps + 1 {
+            sc.step();
+            let t0 = Instant::now();
+            bvh.rebuild(&sc.boxes);
+            let pairs = pool.pool().install(|| bvh.overlaps_parallel());
+            core::hint::black_box(pairs.len());
+            if k > 0 {
+                v.push(t0.elapsed().as_secs_f64() * 1e3);
+            }
+        }
+        out.push(row(workload, "parry3d (parallel pairs)", n, threads, &v));
+        eprintln!(
+            "  parry parallel pairs, {threads} threads: {:.1} ms",
+            median(&v)
+        );
+    }
+    out
+}
