@@ -158,6 +158,9 @@ where
     runs: u32,
     stamp: u32,
     identity: bool,
+    /// Blocks of the table index (1 or [`INDEX_BLOCKS`]): a run is
+    /// probed for within the block of its home slot.
+    blocks: u32,
     _p: PhantomData<P>,
 }
 
@@ -320,6 +323,26 @@ fn indexes(runs: usize, slots: usize) -> bool {
     runs > 0 && 2 * runs <= slots
 }
 
+/// Blocks of the run index in a table of at least
+/// `INDEX_BLOCKS · MIN_INDEX_BLOCK` slots: each run is probed for linearly
+/// within the block of its home slot (wrapping inside the block), so the
+/// blocks can be filled by different workers and a block (1/16 of the
+/// table) stays in cache while it is filled. A build whose runs overfill a
+/// block (more than half its slots, improbable with the table at most half
+/// full) indexes with one block, i.e. plain linear probing.
+const INDEX_BLOCKS: usize = 16;
+
+/// Smallest block of a blocked index, in slots.
+const MIN_INDEX_BLOCK: usize = 4096;
+
+/// The slot after `slot` in the probe sequence of a table of `len` slots in
+/// `blocks` blocks (both powers of two).
+#[inline(always)]
+fn next_slot(slot: usize, len: usize, blocks: u32) -> usize {
+    let bl = (len / blocks.max(1) as usize).max(1);
+    (slot & !(bl - 1)) | ((slot + 1) & (bl - 1))
+}
+
 /// Most rows of a stencil (3D).
 const MAX_ROWS: usize = 9;
 
@@ -355,6 +378,7 @@ where
             runs: 0,
             stamp: 0,
             identity: true,
+            blocks: 1,
             _p: PhantomData,
         }
     }
@@ -405,7 +429,6 @@ where
     pub fn colliding_cells(&self) -> usize {
         let v = self.view();
         let table = self.table.as_ref();
-        let mask = table.len().wrapping_sub(1);
         let home = |s: usize| self.grid.bucket(v.cell(s)) as usize;
         (0..v.runs)
             .filter(|&s| {
@@ -421,7 +444,7 @@ where
                         if t != s && home(t) == h {
                             return true;
                         }
-                        slot = (slot + 1) & mask;
+                        slot = next_slot(slot, table.len(), self.blocks);
                     }
                     false
                 } else {
@@ -471,24 +494,47 @@ where
     }
 
     /// The end of every build: indexes the runs by cell when the table has
-    /// two slots per run, and records the build.
-    fn finish_build(&mut self, grid: Grid<P>, n: usize, runs: usize, identity: bool) {
+    /// two slots per run (in blocks, filled by `exec`'s workers; see
+    /// [`INDEX_BLOCKS`]), and records the build. The table's contents are
+    /// the same for every executor.
+    fn finish_build<E: crate::exec::Executor>(
+        &mut self,
+        exec: &E,
+        grid: Grid<P>,
+        n: usize,
+        runs: usize,
+        identity: bool,
+    ) {
         let table = self.table.as_mut();
         let parts = &self.particles.as_ref()[..n];
         let records = self.records.as_ref();
+        self.blocks = 1;
         if indexes(runs, table.len()) {
             advance_stamp(&mut self.stamp, || table.fill(TableSlot::EMPTY));
-            let mask = table.len() - 1;
-            for (s, rec) in records[..runs].iter().enumerate() {
-                let c = grid.cell_unchecked(parts[rec.start as usize].pos);
-                let mut slot = grid.bucket(c) as usize;
-                while table[slot].stamp == self.stamp {
-                    slot = (slot + 1) & mask;
+            let stamp = self.stamp;
+            let home = |s: usize| {
+                grid.bucket(grid.cell_unchecked(parts[records[s].start as usize].pos)) as usize
+            };
+            let len = table.len();
+            if len >= INDEX_BLOCKS * MIN_INDEX_BLOCK {
+                if index_blocked(exec, table, runs, stamp, home) {
+                    self.blocks = INDEX_BLOCKS as u32;
+                } else {
+                    // A block overfilled: start again with one block.
+                    table.fill(TableSlot::EMPTY);
                 }
-                table[slot] = TableSlot {
-                    stamp: self.stamp,
-                    slot: s as u32,
-                };
+            }
+            if self.blocks == 1 {
+                for s in 0..runs {
+                    let mut slot = home(s);
+                    while table[slot].stamp == stamp {
+                        slot = next_slot(slot, len, 1);
+                    }
+                    table[slot] = TableSlot {
+                        stamp,
+                        slot: s as u32,
+                    };
+                }
             }
         }
         self.grid = grid;
@@ -517,7 +563,6 @@ where
             return v.bisect(c);
         }
         let table = self.table.as_ref();
-        let mask = table.len().wrapping_sub(1);
         let mut slot = self.grid.bucket(c) as usize;
         // At most half the slots are occupied, so an empty one ends the
         // probe; the bound only guards a corrupted table.
@@ -529,7 +574,7 @@ where
             if v.cell(ts.slot as usize) == c {
                 return Some(ts.slot as usize);
             }
-            slot = (slot + 1) & mask;
+            slot = next_slot(slot, table.len(), self.blocks);
         }
         None
     }
@@ -655,6 +700,74 @@ where
         }
         cursor
     }
+}
+
+/// Fills the blocked run index (stamps `stamp`, [`INDEX_BLOCKS`] blocks):
+/// on one worker in one pass over the runs, on several with each block a
+/// task that scans every run for those homed in it. Either way each block
+/// receives its runs in run order, so the table is the same. `false` if a
+/// block would hold more runs than half its slots (the table is then left
+/// partly filled).
+fn index_blocked<E: crate::exec::Executor>(
+    exec: &E,
+    table: &mut [TableSlot],
+    runs: usize,
+    stamp: u32,
+    home: impl Fn(usize) -> usize + Sync,
+) -> bool {
+    let len = table.len();
+    let bl = len / INDEX_BLOCKS;
+    let shift = bl.trailing_zeros();
+    let insert = |block: &mut [TableSlot], h: usize, s: usize| {
+        let mut x = h & (bl - 1);
+        while block[x].stamp == stamp {
+            x = (x + 1) & (bl - 1);
+        }
+        block[x] = TableSlot {
+            stamp,
+            slot: s as u32,
+        };
+    };
+    if exec.workers() <= 1 {
+        let mut counts = [0usize; INDEX_BLOCKS];
+        for s in 0..runs {
+            let h = home(s);
+            let b = (h >> shift).min(INDEX_BLOCKS - 1);
+            counts[b] += 1;
+            if 2 * counts[b] > bl {
+                return false;
+            }
+            insert(&mut table[b * bl..(b + 1) * bl], h, s);
+        }
+        return true;
+    }
+    let mut full = [false; INDEX_BLOCKS];
+    exec.run(
+        INDEX_BLOCKS,
+        (
+            crate::exec::Parts::chunks(table, bl),
+            crate::exec::Parts::chunks(&mut full[..], 1),
+        ),
+        |b, (mut block, mut full)| {
+            let block = block.slice();
+            let mut count = 0usize;
+            for s in 0..runs {
+                let h = home(s);
+                if h >> shift != b {
+                    continue;
+                }
+                count += 1;
+                if 2 * count > bl {
+                    if let Some(f) = full.slice().first_mut() {
+                        *f = true;
+                    }
+                    return;
+                }
+                insert(block, h, s);
+            }
+        },
+    );
+    !full.iter().any(|&f| f)
 }
 
 /// Sorts input that is not in cell order into `parts` / `records` (dense
@@ -949,7 +1062,7 @@ where
                 false,
             ),
         };
-        self.finish_build(grid, n, runs, identity);
+        self.finish_build(&crate::exec::Serial, grid, n, runs, identity);
         Ok(())
     }
 
@@ -1345,7 +1458,23 @@ where
                 ensure((t.slot as usize) < runs, W, "indexed run in range")?;
             }
             ensure(stamped == runs, W, "table holds every run once")?;
+            // Every run is found where its probe sequence leads.
+            let v = self.view();
+            for r in 0..runs {
+                ensure(
+                    self.find(&v, v.cell(r)) == Some(r),
+                    W,
+                    "every run found by its cell",
+                )?;
+            }
         }
+        ensure(
+            self.blocks == 1
+                || (self.blocks as usize == INDEX_BLOCKS
+                    && table.len() >= INDEX_BLOCKS * MIN_INDEX_BLOCK),
+            W,
+            "index blocks",
+        )?;
         Ok(())
     }
 }

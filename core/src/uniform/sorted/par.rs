@@ -14,11 +14,11 @@
 //!   and all sorted ids once; the sort's result is unique, so this
 //!   decomposition may follow the number of workers. Sparse input (hashed
 //!   counting sort, comparison sort) is sorted on the calling thread.
-//!   The table index of the runs is written on the calling thread (linear
-//!   probing crosses any split of the table): one probe sequence per
-//!   occupied cell. Without it, point queries (and the gathers of input not
-//!   in the structure's order) would bisect the runs, 27 bisections per
-//!   particle in 3D: 54 µs per particle at 10⁶ against about 1 µs.
+//!   The table index of the runs is written in blocks of the table, one
+//!   task per block (see `INDEX_BLOCKS`). Without an index, point queries
+//!   (and the gathers of input not in the structure's order) would bisect
+//!   the runs, 27 bisections per particle in 3D: 54 µs per particle at 10⁶
+//!   against about 1 µs.
 //! * Sweeps (pairs, gathers, lists): tasks over ranges of runs, each
 //!   starting its row cursors by bisection where a whole sweep would have
 //!   them, so each task sees exactly what the serial sweep sees there.
@@ -142,7 +142,7 @@ where
                 (runs, false)
             }
         };
-        self.finish_build(grid, n, runs, identity);
+        self.finish_build(exec, grid, n, runs, identity);
         Ok(())
     }
 
