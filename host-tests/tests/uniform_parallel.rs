@@ -283,3 +283,59 @@ fn short_buffers_are_refused() {
             .is_err()
     );
 }
+
+/// More occupied cells homed in one sixteenth of the table than that block
+/// has room for: the run index falls back to one block (plain linear
+/// probing), serially and in parallel alike, and every answer stays exact.
+#[test]
+fn an_overfull_index_block_falls_back_to_one_block() {
+    let slots = 1 << 16;
+    let radius = 1.0;
+    // Candidate points at cell centres of a 64³ box; the corners fix the
+    // bounds, hence the grid, whatever subset is built.
+    let side = 64;
+    let corners = [
+        Vec3::new(0.0, 0.0, 0.0),
+        Vec3::new(side as f32 * 1.5, side as f32 * 1.5, side as f32 * 1.5),
+    ];
+    let cands: Vec<Vec3> = (0..side * side * side)
+        .map(|i| {
+            let (x, y, z) = (i % side, (i / side) % side, i / (side * side));
+            Vec3::new(
+                x as f32 * 1.5 + 0.7,
+                y as f32 * 1.5 + 0.7,
+                z as f32 * 1.5 + 0.7,
+            )
+        })
+        .collect();
+    let mut all = corners.to_vec();
+    all.extend(&cands);
+    let mut probe = make::cell_sorted::<Vec3>(all.len(), slots);
+    probe.build(&all, radius).unwrap();
+    let grid = *probe.grid();
+    let block = |p: Vec3| grid.bucket(grid.cell(p).unwrap()) as usize / (slots / 16);
+    // 2 100 cells of block 0 (more than its 4 096 / 2), plus the corners.
+    let mut pts = corners.to_vec();
+    pts.extend(cands.iter().copied().filter(|&p| block(p) == 0).take(2100));
+    assert_eq!(pts.len(), 2102, "enough cells homed in block 0");
+    let oracle = pairs_within(&pts, radius);
+    for exec in [&HostExec::new(1), &HostExec::new(3)] {
+        let mut s = make::cell_sorted::<Vec3>(pts.len(), slots);
+        s.par_build(exec, &pts, radius).unwrap();
+        s.validate().unwrap();
+        assert!(s.is_indexed());
+        let mut got = Vec::new();
+        s.for_each_pair(|i, j, _| got.push((i.min(j), i.max(j))));
+        got.sort_unstable();
+        assert_eq!(got, oracle);
+        for (id, &p) in pts.iter().enumerate().step_by(37) {
+            let mut a: Vec<u32> = Vec::new();
+            s.for_each_within(p, |j, _| a.push(j)).unwrap();
+            a.sort_unstable();
+            let want: Vec<u32> = (0..pts.len() as u32)
+                .filter(|&j| p.distance_squared(pts[j as usize]) < radius * radius)
+                .collect();
+            assert_eq!(a, want, "within {id}");
+        }
+    }
+}
