@@ -5,9 +5,9 @@
 //! `pairs/cell-ordered/97336/spatium-sorted`; filter with
 //! `cargo bench -p spatium-benches -- pairs/shuffled/10648/`.
 //!
-//! Everything runs on one thread: only sequential code paths of the peers
-//! are called (see the `spatium_benches` crate docs); no thread pool is
-//! configured because none is used.
+//! The `neighbors` groups run on one thread: only sequential code paths of
+//! the peers are called. The `threads` group runs spatium's parallel forms
+//! and kiddo's queries on 1 and 2 threads.
 //!
 //! Before an implementation is timed on a scene, its answer is checked
 //! against spatium's pair count (`spatium_benches::check`); a mismatch
@@ -106,5 +106,37 @@ fn neighbors(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, neighbors);
+/// `threads/pairs/cell-ordered/97336/{spatium-T, kiddo-rayon-T}` for T = 1,
+/// 2: build + every pair through the parallel forms on `HostExec::new(T)`,
+/// and kiddo's queries as a rayon `par_iter` on a pool of T threads (the
+/// report's `threads` experiment measures more sizes and thread counts).
+fn threads(c: &mut Criterion) {
+    use spatium::table::table_len;
+    use spatium_benches::experiments::threads_neighbors::{kiddo_pairs, pairs};
+    let side = SIDES[1];
+    let scene = Scene::new(side, Order::CellOrdered);
+    let n = scene.points.len();
+    let mut g = c.benchmark_group(format!("threads/pairs/cell-ordered/{n}"));
+    g.throughput(Throughput::Elements(n as u64))
+        .sample_size(20)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(3));
+    let mut hash = spatium_host::make::cell_sorted(n, table_len(n, 2));
+    for t in [1usize, 2] {
+        let exec = spatium_host::par::HostExec::new(t);
+        g.bench_function(format!("spatium-{t}"), |b| {
+            b.iter(|| black_box(pairs(&exec, &mut hash, &scene)))
+        });
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(t)
+            .build()
+            .expect("rayon pool");
+        g.bench_function(format!("kiddo-rayon-{t}"), |b| {
+            b.iter(|| black_box(pool.install(|| kiddo_pairs(&scene))))
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, neighbors, threads);
 criterion_main!(benches);

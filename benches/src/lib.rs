@@ -14,12 +14,16 @@
 //! * [`pouchol_scene`]: the 3D scene of Pouchol et al. 2009 §4.2 (particles
 //!   falling onto static spheres), timed by `src/bin/hhash_report.rs`.
 //!
-//! Everything runs on the calling thread: spatium is single-threaded, kiddo
-//! is built without its `multi-threaded` feature (no rayon at all), rstar is
-//! sequential, and splashsurf_lib is called through its sequential functions
-//! (`neighborhood_search_spatial_hashing`, `..._flat`), never the `_parallel`
-//! ones. No thread pool is configured, because none is used.
-
+//! The one-core experiments (`neighbors`, `bp`, `kd`, `hhash`, `sph`) run on
+//! the calling thread: kiddo is built without its `multi-threaded` feature,
+//! rstar is sequential, splashsurf_lib is called through its sequential
+//! functions and parry3d's BVH through its sequential traversal. The
+//! [`experiments::threads`] experiment is the one that uses threads: spatium
+//! through its parallel forms on `spatium_host::par::HostExec`, and each
+//! peer's parallel mode (kiddo's queries as a rayon `par_iter`, parry3d's
+//! `parallel` pair traversal, splashsurf_lib's `_parallel` search) on a
+//! rayon pool of the same size.
+//!
 pub mod bp_peers;
 pub mod check;
 pub mod experiments;

@@ -113,7 +113,7 @@ fn row(
 }
 
 /// Build plus every pair within the radius, counted per task.
-fn pairs<E: Executor>(
+pub fn pairs<E: Executor>(
     exec: &E,
     hash: &mut make::VecCellSorted<spatium::Vec3>,
     scene: &Scene,
@@ -128,7 +128,7 @@ fn pairs<E: Executor>(
 
 /// kiddo: build, then each particle's within-radius query (strict, as
 /// spatium's), counting the partners with a larger index, in parallel.
-fn kiddo_pairs(scene: &Scene) -> u64 {
+pub fn kiddo_pairs(scene: &Scene) -> u64 {
     let r2 = scene.radius * scene.radius;
     let tree: ImmutableKdTree<f32, 3> =
         ImmutableKdTree::new_from_slice(&scene.arrays).expect("kiddo build");
