@@ -81,11 +81,8 @@ impl<P: Point> Grid<P> {
         table_len: usize,
         capacity: usize,
     ) -> Result<(Self, P, P), Error> {
-        // Radius, table and count are refused before the positions are read.
-        Self::new(radius, P::ZERO, table_len)?;
-        if positions.len() > capacity {
-            return Err(Error::CapacityExceeded { capacity });
-        }
+        // The errors come in the same order whatever the positions hold:
+        // radius and table, then count, then non-finite positions.
         let bounds = positions.first().map(|&first| {
             let (mut lo, mut hi) = (first, first);
             let mut finite = true;
