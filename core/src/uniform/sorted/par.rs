@@ -97,6 +97,11 @@ where
         positions: &[P],
         radius: f32,
     ) -> Result<(), Error> {
+        // One worker: the serial build gives the same structure in fewer
+        // passes.
+        if exec.workers() <= 1 {
+            return self.build(positions, radius);
+        }
         let n = positions.len();
         let (tasks, grain) = task_split(n, BUILD_GRAIN, MAX_TASKS);
         let mut bounds = [None; MAX_TASKS];
