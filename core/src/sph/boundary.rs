@@ -409,6 +409,44 @@ impl<P: Point> Collider<P> for () {
     }
 }
 
+/// Contact resolution through a shared reference, for the parallel step
+/// ([`Fluid::par_step`](super::Fluid::par_step)): many workers resolve
+/// their particles at once, so the solids cannot be borrowed mutably (a
+/// [`BroadPhase::query`] takes `&mut self`, for the structures that build
+/// scratch data while querying).
+///
+/// Implemented by `()` (walls only) and by [`Obstacles`], which then tests
+/// every obstacle's bounding box instead of asking its broad phase: `O(M)`
+/// per particle for `M` obstacles, meant for tens to hundreds of obstacles.
+pub trait SharedCollider<P: Point>: Sync {
+    /// As [`Collider::collide`], through `&self`.
+    ///
+    /// # Errors
+    /// [`Error::NonFinite`] for a non-finite position (the query box of the
+    /// particle cannot be formed).
+    fn collide_shared(
+        &self,
+        x: &mut P,
+        v: &mut P,
+        radius: f32,
+        damping: f32,
+        walls: &P::Aabb,
+    ) -> Result<(), Error>;
+}
+
+impl<P: Point> SharedCollider<P> for () {
+    fn collide_shared(
+        &self,
+        _: &mut P,
+        _: &mut P,
+        _: f32,
+        _: f32,
+        _: &P::Aabb,
+    ) -> Result<(), Error> {
+        Ok(())
+    }
+}
+
 /// Static and moving obstacles behind a broad phase: each obstacle's bounding
 /// box is stored in `B` under the obstacle's index, and each particle queries
 /// the box of its collision sphere, so the narrow phase only meets the
@@ -573,6 +611,43 @@ impl<P: Point, B: BroadPhase<P::Aabb>, S: Storage<Obstacle<P>>> Collider<P> for 
                     touched = true;
                 }
             })?;
+            if !touched {
+                break;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<P: Point, B: BroadPhase<P::Aabb> + Sync, S: Storage<Obstacle<P>> + Sync> SharedCollider<P>
+    for Obstacles<P, B, S>
+{
+    /// The contacts of [`Collider::collide`], found by testing the particle's
+    /// query box against every obstacle's bounds in id order (the broad
+    /// phase is not used: its queries need `&mut`). A particle touching two
+    /// solids may be resolved against them in another order than
+    /// `collide`'s, so the two can differ by that order's rounding.
+    fn collide_shared(
+        &self,
+        x: &mut P,
+        v: &mut P,
+        radius: f32,
+        damping: f32,
+        walls: &P::Aabb,
+    ) -> Result<(), Error> {
+        let r = P::from_fn(|_| radius);
+        let shapes = self.as_slice();
+        for _ in 0..CONTACT_PASSES {
+            let query = P::Aabb::try_new(*x - r, *x + r)?;
+            let mut touched = false;
+            for o in shapes {
+                if o.shape.bounds().overlaps(&query)
+                    && let Some(c) = o.shape.contact(*x, *v, radius, Some(walls))
+                {
+                    resolve(x, v, c, o.velocity, damping);
+                    touched = true;
+                }
+            }
             if !touched {
                 break;
             }

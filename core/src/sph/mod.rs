@@ -37,9 +37,11 @@
 pub mod boundary;
 pub mod kernel;
 mod layout;
+pub mod par;
 pub mod source;
 
 pub use layout::ParamBlock;
+pub use par::GatherSlot;
 
 use crate::error::Error;
 use crate::geom::{BoundingBox, Point};
@@ -494,32 +496,47 @@ impl<P: Point> PairTerms<'_, P> {
                 st[j].normal -= g * (rj * inv);
             }
             PairPass::Forces => {
-                let (si, sj) = (&st[i], &st[j]);
-                let r = x[i] - x[j];
-                let len = libm::sqrtf(d2);
-                let inv_len = if len > 0.0 { 1.0 / len } else { 0.0 };
-                let (ri, rj) = (si.density, sj.density);
-                // One division for 1/ρᵢ, 1/ρⱼ and 1/(ρᵢρⱼ).
-                let inv = 1.0 / (ri * rj);
-                let (inv_i, inv_j) = (rj * inv, ri * inv);
-                // Pressure (eq. 9), spiky gradient.
-                let pressure = si.pressure * inv_i * inv_i + sj.pressure * inv_j * inv_j;
-                let mut a = r * (-m * pressure * k.spiky_gradient_factor(len, inv_len));
-                // Viscosity (eq. 10, divided by ρᵢ).
-                a += (sj.velocity - si.velocity)
-                    * (p.viscosity * m * k.viscosity_laplacian(len) * inv);
-                // Surface tension (eq. 13, 16, 17), per unit mass of i.
-                let gamma = p.surface_tension;
-                if gamma > 0.0 {
-                    let mut f = (si.normal - sj.normal) * (-gamma);
-                    f += r * (-gamma * m * k.cohesion(len) * inv_len);
-                    a += f * (2.0 * p.rest_density / (ri + rj));
-                }
+                let a = pair_acceleration(k, p, x[i] - x[j], d2, &st[i], &st[j]);
                 st[i].acceleration += a;
                 st[j].acceleration -= a;
             }
         }
     }
+}
+
+/// The acceleration particle `j` gives particle `i` (pressure, viscosity and
+/// surface tension), with `r = xᵢ − xⱼ` and `d2 = |r|²`; `j` receives its
+/// opposite. Shared by the pair form ([`Fluid::step`]) and the gather form
+/// ([`Fluid::par_step`]).
+#[inline(always)]
+fn pair_acceleration<P: Point>(
+    k: &Kernels,
+    p: &SphParams<P>,
+    r: P,
+    d2: f32,
+    si: &ParticleState<P>,
+    sj: &ParticleState<P>,
+) -> P {
+    let m = p.mass;
+    let len = libm::sqrtf(d2);
+    let inv_len = if len > 0.0 { 1.0 / len } else { 0.0 };
+    let (ri, rj) = (si.density, sj.density);
+    // One division for 1/ρᵢ, 1/ρⱼ and 1/(ρᵢρⱼ).
+    let inv = 1.0 / (ri * rj);
+    let (inv_i, inv_j) = (rj * inv, ri * inv);
+    // Pressure (eq. 9), spiky gradient.
+    let pressure = si.pressure * inv_i * inv_i + sj.pressure * inv_j * inv_j;
+    let mut a = r * (-m * pressure * k.spiky_gradient_factor(len, inv_len));
+    // Viscosity (eq. 10, divided by ρᵢ).
+    a += (sj.velocity - si.velocity) * (p.viscosity * m * k.viscosity_laplacian(len) * inv);
+    // Surface tension (eq. 13, 16, 17), per unit mass of i.
+    let gamma = p.surface_tension;
+    if gamma > 0.0 {
+        let mut f = (si.normal - sj.normal) * (-gamma);
+        f += r * (-gamma * m * k.cohesion(len) * inv_len);
+        a += f * (2.0 * p.rest_density / (ri + rj));
+    }
+    a
 }
 
 /// One pass over the search's pairs. A single function for the three

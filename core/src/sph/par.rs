@@ -1,0 +1,548 @@
+//! The parallel SPH step: [`Fluid::par_step`], the solver of
+//! [`Fluid::step`] in gather form, run as tasks on an
+//! [`Executor`](crate::exec::Executor).
+//!
+//! [`Fluid::step`] walks the neighbour pairs once per pass and adds each
+//! pair's terms to both particles, which no two workers could do at once
+//! without writing the same particle. Here every force pass is a gather
+//! ([`NeighborSearch::par_gather`]): particle `i`'s density, normal and
+//! acceleration are summed from its own neighbours into `i`'s slot of a
+//! caller-provided workspace ([`GatherSlot`]), while every other particle's
+//! state is only read; a short pass over contiguous chunks then moves the
+//! sums into the particles' state. Integration, walls and obstacles run on
+//! contiguous chunks of particles, each task owning its chunk
+//! ([`Parts::chunks`]). No `unsafe`, no allocation.
+//!
+//! # Determinism
+//!
+//! Each particle's value is computed by one task from its neighbours in the
+//! search's order for that particle, which [`NeighborSearch::par_gather`]
+//! fixes for every executor; the chunk passes depend on the particle count
+//! only. The state after a step is therefore bit-identical for
+//! [`Serial`](crate::exec::Serial) and any number of workers. It differs
+//! from [`Fluid::step`]'s by rounding only: each pair's terms are computed
+//! twice (once from each side) and summed in another order.
+//!
+//! # Memory
+//!
+//! The workspace: one [`GatherSlot`] per particle, `4(d + 2)·N` bytes
+//! (`20N` in 3D, `16N` in 2D), on top of the fluid's `(24d + 8)·N` and the
+//! search's. The per-task results (errors, finiteness) live in fixed stack
+//! arrays of [`STEP_TASKS`] entries.
+
+use super::boundary::{SharedCollider, clamp_to_walls};
+use super::kernel::Kernels;
+use super::{Fluid, Integrator, ParticleState, SphParams, Stage, StageTimer, pair_acceleration};
+use crate::error::Error;
+use crate::exec::{Executor, Parts, task_split};
+use crate::geom::Point;
+use crate::storage::Storage;
+use crate::traits::NeighborSearch;
+
+/// Particles per task of the parallel step's chunk passes (integration,
+/// collisions, copies), before [`STEP_TASKS`] caps the task count.
+pub const STEP_GRAIN: usize = 4096;
+
+/// Most tasks of one chunk pass: the size of the stack arrays holding the
+/// per-task results (an error each, `24·STEP_TASKS` bytes at most).
+pub const STEP_TASKS: usize = 64;
+
+/// One particle's slot of [`Fluid::par_step`]'s workspace: the sum a
+/// gather pass accumulates for it.
+///
+/// `#[repr(C)]`, no padding (`4(d + 2)` bytes: 20 in 3D, 16 in 2D).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct GatherSlot<P> {
+    /// The normal (eq. 15) or the acceleration being summed.
+    pub sum: P,
+    /// The density being summed (eq. 5); NaN once the particle met a bad
+    /// neighbour id.
+    pub density: f32,
+    /// The bad neighbour id a faulty search reported for this particle (an
+    /// id past the fluid, or the particle itself); meaningful only when
+    /// `density` is NaN.
+    pub bad: u32,
+}
+
+impl<P: Point> GatherSlot<P> {
+    /// An unused slot.
+    pub const EMPTY: Self = Self {
+        sum: P::ZERO,
+        density: 0.0,
+        bad: 0,
+    };
+}
+
+impl<P: Point> Default for GatherSlot<P> {
+    /// [`GatherSlot::EMPTY`].
+    fn default() -> Self {
+        Self::EMPTY
+    }
+}
+
+/// The first error of the per-task results, in task order.
+fn first_error(results: &[Option<Error>]) -> Result<(), Error> {
+    match results.iter().flatten().next() {
+        Some(&e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
+    /// [`step`](Self::step) on `exec`: the same solver (density and
+    /// pressure, Akinci normals, pressure, viscosity, surface tension and
+    /// gravity, the same integrator, walls and obstacles), with every force
+    /// pass a gather over each particle's neighbours
+    /// ([`NeighborSearch::par_gather`]) and the other passes run on chunks
+    /// of particles. `search` is rebuilt with
+    /// [`NeighborSearch::par_build`] before each force evaluation; `solids`
+    /// are resolved through `&self` ([`SharedCollider`]); `work` holds one
+    /// [`GatherSlot`] per particle (at least [`len`](Self::len); its
+    /// contents on entry do not matter and on return are unspecified).
+    ///
+    /// The result is bit-identical for every executor and number of workers
+    /// (see [the module](self)); it equals `step`'s up to rounding.
+    ///
+    /// # Errors
+    /// As [`step`](Self::step): the parameters' errors, the search's build
+    /// errors, [`Error::LengthMismatch`], [`Error::UnknownId`] for a faulty
+    /// search (the first particle, in id order, that was given an id past
+    /// the fluid or itself as a neighbour, with that id), the solids'
+    /// errors, [`Error::NonFinite`] if the scene diverged; and
+    /// [`Error::BufferTooSmall`] if `work` is shorter than `len()` (checked
+    /// first: nothing changes). On error the particles are restored to where
+    /// the step began (densities, pressures, normals and accelerations of
+    /// the failed evaluation may remain).
+    ///
+    /// # Cost
+    /// Per force evaluation: one parallel build and three gathers,
+    /// `O(N + pairs)` work like `step`'s, but each pair's kernels are
+    /// evaluated from both sides (twice `step`'s arithmetic per pair, with
+    /// no write to the neighbour). Obstacles cost `O(M)` per particle for
+    /// `M` obstacles ([`SharedCollider`]). No allocation.
+    ///
+    /// ```
+    /// use spatium::exec::Serial;
+    /// use spatium::sph::{Fluid, GatherSlot, ParticleState, SphParams};
+    /// use spatium::uniform::{CellRecord, CellSortedHash, SortedParticle, TableSlot};
+    /// use spatium::{Aabb3, Vec3};
+    ///
+    /// let domain = Aabb3::new(Vec3::ZERO, Vec3::new(0.4, 0.4, 0.4))?;
+    /// let params = SphParams::seed(domain, 0.02)?;
+    /// let mut fluid = Fluid::new([Vec3::ZERO; 1000], [ParticleState::EMPTY; 1000], params);
+    /// fluid.fill_block(Aabb3::new(Vec3::ZERO, Vec3::new(0.2, 0.2, 0.2))?, 0.02, Vec3::ZERO)?;
+    /// let mut hash = CellSortedHash::<Vec3, _, _, _>::new(
+    ///     [TableSlot::EMPTY; 2048], [SortedParticle::EMPTY; 1000], [CellRecord::EMPTY; 1000]);
+    /// let mut work = [GatherSlot::EMPTY; 1000];
+    /// for _ in 0..10 {
+    ///     // A host passes a thread pool here (spatium_host::par::HostExec).
+    ///     fluid.par_step(&Serial, &mut hash, &(), &mut (), &mut work)?;
+    /// }
+    /// assert!(fluid.state().iter().all(|s| s.density > 0.0));
+    /// # Ok::<(), spatium::Error>(())
+    /// ```
+    pub fn par_step<E, N, C, T>(
+        &mut self,
+        exec: &E,
+        search: &mut N,
+        solids: &C,
+        timer: &mut T,
+        work: &mut [GatherSlot<P>],
+    ) -> Result<(), Error>
+    where
+        E: Executor,
+        N: NeighborSearch<P> + Sync,
+        C: SharedCollider<P>,
+        T: StageTimer,
+    {
+        let kernels = self.params.kernels()?;
+        let n = self.len;
+        let available = work.len();
+        let work = work.get_mut(..n).ok_or(Error::BufferTooSmall {
+            needed: n,
+            available,
+        })?;
+        let (tasks, grain) = task_split(n, STEP_GRAIN, STEP_TASKS);
+        {
+            let x = &self.positions.as_ref()[..n];
+            let st = &mut self.state.as_mut()[..n];
+            exec.run(tasks, Parts::chunks(st, grain), |_, part| {
+                let start = part.start();
+                let xs = x.get(start..).unwrap_or(&[]);
+                for (s, xi) in part.into_slice().iter_mut().zip(xs) {
+                    s.start_position = *xi;
+                    s.start_velocity = s.velocity;
+                }
+            });
+        }
+        match self.par_integrate(exec, &kernels, search, solids, timer, work) {
+            Ok(()) => {
+                self.steps += 1;
+                Ok(())
+            }
+            Err(e) => {
+                let x = &mut self.positions.as_mut()[..n];
+                for (xi, s) in x.iter_mut().zip(&mut self.state.as_mut()[..n]) {
+                    *xi = s.start_position;
+                    s.velocity = s.start_velocity;
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// The step after the start state is saved: as `integrate`, on `exec`.
+    fn par_integrate<E, N, C, T>(
+        &mut self,
+        exec: &E,
+        k: &Kernels,
+        search: &mut N,
+        solids: &C,
+        timer: &mut T,
+        work: &mut [GatherSlot<P>],
+    ) -> Result<(), Error>
+    where
+        E: Executor,
+        N: NeighborSearch<P> + Sync,
+        C: SharedCollider<P>,
+        T: StageTimer,
+    {
+        let dt = self.params.dt;
+        self.par_evaluate(exec, k, search, timer, work)?;
+        match self.params.integrator {
+            Integrator::Leapfrog => {
+                timer.begin(Stage::Integration);
+                self.par_particles(exec, |xi, s| {
+                    *xi = s.start_position + s.start_velocity * (0.5 * dt);
+                    s.velocity = s.start_velocity + s.acceleration * (0.5 * dt);
+                });
+                timer.end();
+                self.par_collide(exec, solids, timer)?;
+                self.par_evaluate(exec, k, search, timer, work)?;
+                timer.begin(Stage::Integration);
+                self.par_particles(exec, |xi, s| {
+                    s.velocity = s.start_velocity + s.acceleration * dt;
+                    *xi = s.start_position + (s.start_velocity + s.velocity) * (0.5 * dt);
+                });
+                timer.end();
+            }
+            Integrator::Euler => {
+                timer.begin(Stage::Integration);
+                self.par_particles(exec, |xi, s| {
+                    *xi = s.start_position + s.start_velocity * dt;
+                    s.velocity = s.start_velocity + s.acceleration * dt;
+                });
+                timer.end();
+            }
+        }
+        self.par_collide(exec, solids, timer)?;
+        // Finiteness, per task, combined in task order.
+        let n = self.len;
+        let (tasks, grain) = task_split(n, STEP_GRAIN, STEP_TASKS);
+        let mut finite = [true; STEP_TASKS];
+        let x = &self.positions.as_ref()[..n];
+        let st = &self.state.as_ref()[..n];
+        exec.run(
+            tasks,
+            Parts::chunks(&mut finite[..tasks], 1),
+            |t, mut flag| {
+                let lo = (t * grain).min(n);
+                let hi = (lo + grain).min(n);
+                let ok = x[lo..hi]
+                    .iter()
+                    .zip(&st[lo..hi])
+                    .all(|(x, s)| x.is_finite() && s.velocity.is_finite());
+                if let Some(f) = flag.slice().first_mut() {
+                    *f = ok;
+                }
+            },
+        );
+        if finite.iter().all(|&f| f) {
+            Ok(())
+        } else {
+            Err(Error::NonFinite)
+        }
+    }
+
+    /// Runs `f(xᵢ, stateᵢ)` for every particle, in chunks on `exec`.
+    fn par_particles<E, F>(&mut self, exec: &E, f: F)
+    where
+        E: Executor,
+        F: Fn(&mut P, &mut ParticleState<P>) + Sync,
+    {
+        let n = self.len;
+        let (tasks, grain) = task_split(n, STEP_GRAIN, STEP_TASKS);
+        let x = &mut self.positions.as_mut()[..n];
+        let st = &mut self.state.as_mut()[..n];
+        exec.run(
+            tasks,
+            (Parts::chunks(x, grain), Parts::chunks(st, grain)),
+            |_, (xs, ss)| {
+                for (xi, s) in xs.into_slice().iter_mut().zip(ss.into_slice()) {
+                    f(xi, s);
+                }
+            },
+        );
+    }
+
+    /// Walls, obstacles, walls again, for every particle, in chunks; the
+    /// first error in particle order is returned (each chunk stops at its
+    /// first).
+    fn par_collide<E, C, T>(&mut self, exec: &E, solids: &C, timer: &mut T) -> Result<(), Error>
+    where
+        E: Executor,
+        C: SharedCollider<P>,
+        T: StageTimer,
+    {
+        timer.begin(Stage::Collisions);
+        let n = self.len;
+        let p = &self.params;
+        let (tasks, grain) = task_split(n, STEP_GRAIN, STEP_TASKS);
+        let mut results = [None; STEP_TASKS];
+        let x = &mut self.positions.as_mut()[..n];
+        let st = &mut self.state.as_mut()[..n];
+        exec.run(
+            tasks,
+            (
+                Parts::chunks(x, grain),
+                Parts::chunks(st, grain),
+                Parts::chunks(&mut results[..tasks], 1),
+            ),
+            |_, (xs, ss, mut r)| {
+                for (xi, s) in xs.into_slice().iter_mut().zip(ss.into_slice()) {
+                    clamp_to_walls(xi, &mut s.velocity, &p.domain, p.damping);
+                    if let Err(e) = solids.collide_shared(
+                        xi,
+                        &mut s.velocity,
+                        p.particle_radius,
+                        p.damping,
+                        &p.domain,
+                    ) {
+                        if let Some(r) = r.slice().first_mut() {
+                            *r = Some(e);
+                        }
+                        break;
+                    }
+                    clamp_to_walls(xi, &mut s.velocity, &p.domain, p.damping);
+                }
+            },
+        );
+        timer.end();
+        first_error(&results[..tasks])
+    }
+
+    /// One force evaluation in gather form: fills density, pressure,
+    /// normals and acceleration.
+    fn par_evaluate<E, N, T>(
+        &mut self,
+        exec: &E,
+        k: &Kernels,
+        search: &mut N,
+        timer: &mut T,
+        work: &mut [GatherSlot<P>],
+    ) -> Result<(), Error>
+    where
+        E: Executor,
+        N: NeighborSearch<P> + Sync,
+        T: StageTimer,
+    {
+        let n = self.len;
+        let p: SphParams<P> = self.params;
+        let m = p.mass;
+        timer.begin(Stage::NeighborSearch);
+        let built = search.par_build(exec, &self.positions.as_ref()[..n], p.h);
+        timer.end();
+        built?;
+        if search.len() != n {
+            return Err(Error::LengthMismatch {
+                expected: n,
+                got: search.len(),
+            });
+        }
+        let search = &*search;
+        let x = &self.positions.as_ref()[..n];
+        let st = &mut self.state.as_mut()[..n];
+        let (tasks, grain) = task_split(n, STEP_GRAIN, STEP_TASKS);
+        let valid = |i: u32, j: u32| (j as usize) < n && j != i;
+
+        timer.begin(Stage::Density);
+        let self_density = m * k.poly6(0.0);
+        exec.run(tasks, Parts::chunks(&mut work[..], grain), |_, w| {
+            for g in w.into_slice() {
+                g.density = self_density;
+            }
+        });
+        search.par_gather(exec, work, |i, g, j, d2| {
+            if valid(i, j) {
+                g.density += m * k.poly6(d2);
+            } else {
+                g.bad = j;
+                g.density = f32::NAN;
+            }
+        })?;
+        // Density and pressure into the state; the sums restart for the
+        // next pass (normals, or the forces from gravity).
+        let first = if p.surface_tension > 0.0 {
+            P::ZERO
+        } else {
+            p.gravity
+        };
+        let mut results = [None; STEP_TASKS];
+        exec.run(
+            tasks,
+            (
+                Parts::chunks(&mut st[..], grain),
+                Parts::chunks(&mut work[..], grain),
+                Parts::chunks(&mut results[..tasks], 1),
+            ),
+            |_, (ss, ws, mut r)| {
+                for (s, g) in ss.into_slice().iter_mut().zip(ws.into_slice()) {
+                    if g.density.is_nan()
+                        && let Some(r) = r.slice().first_mut()
+                        && r.is_none()
+                    {
+                        *r = Some(Error::UnknownId { id: g.bad });
+                    }
+                    s.density = g.density;
+                    s.pressure = p.pressure(g.density);
+                    g.sum = first;
+                }
+            },
+        );
+        timer.end();
+        first_error(&results[..tasks])?;
+
+        if p.surface_tension > 0.0 {
+            timer.begin(Stage::Normals);
+            let sr = &*st;
+            search.par_gather(exec, work, |i, g, j, d2| {
+                if valid(i, j)
+                    && let (Some(&xi), Some(si), Some(&xj), Some(sj)) = (
+                        x.get(i as usize),
+                        sr.get(i as usize),
+                        x.get(j as usize),
+                        sr.get(j as usize),
+                    )
+                {
+                    // Particle i's side of the pair form's normal term.
+                    let grad = k.poly6_gradient(xi - xj, d2) * (p.h * m);
+                    let (ri, rj) = (si.density, sj.density);
+                    let inv = 1.0 / (ri * rj);
+                    g.sum += grad * (ri * inv);
+                }
+            })?;
+            exec.run(
+                tasks,
+                (
+                    Parts::chunks(&mut st[..], grain),
+                    Parts::chunks(&mut work[..], grain),
+                ),
+                |_, (ss, ws)| {
+                    for (s, g) in ss.into_slice().iter_mut().zip(ws.into_slice()) {
+                        s.normal = g.sum;
+                        g.sum = p.gravity;
+                    }
+                },
+            );
+            timer.end();
+        }
+
+        timer.begin(Stage::Forces);
+        let sr = &*st;
+        search.par_gather(exec, work, |i, g, j, d2| {
+            if valid(i, j)
+                && let (Some(&xi), Some(si), Some(&xj), Some(sj)) = (
+                    x.get(i as usize),
+                    sr.get(i as usize),
+                    x.get(j as usize),
+                    sr.get(j as usize),
+                )
+            {
+                g.sum += pair_acceleration(k, &p, xi - xj, d2, si, sj);
+            }
+        })?;
+        exec.run(
+            tasks,
+            (
+                Parts::chunks(&mut st[..], grain),
+                Parts::chunks(&mut work[..], grain),
+            ),
+            |_, (ss, ws)| {
+                for (s, g) in ss.into_slice().iter_mut().zip(ws.into_slice()) {
+                    s.acceleration = g.sum;
+                }
+            },
+        );
+        timer.end();
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exec::Serial;
+    use crate::uniform::{CellRecord, CellSortedHash, SortedParticle, TableSlot};
+    use crate::{Aabb3, Vec3};
+
+    type Hash = CellSortedHash<
+        Vec3,
+        [TableSlot; 1024],
+        [SortedParticle<Vec3>; 512],
+        [CellRecord<Vec3>; 512],
+    >;
+
+    fn hash() -> Hash {
+        CellSortedHash::new(
+            [TableSlot::EMPTY; 1024],
+            [SortedParticle::EMPTY; 512],
+            [CellRecord::EMPTY; 512],
+        )
+    }
+
+    #[test]
+    fn gather_step_matches_the_pair_step_to_rounding() {
+        let domain = Aabb3::new(Vec3::ZERO, Vec3::new(0.3, 0.3, 0.3)).unwrap();
+        let params = SphParams::seed(domain, 0.025).unwrap();
+        let mut a = Fluid::new([Vec3::ZERO; 512], [ParticleState::EMPTY; 512], params);
+        let block = Aabb3::new(Vec3::ZERO, Vec3::new(0.2, 0.15, 0.2)).unwrap();
+        a.fill_block(block, 0.025, Vec3::ZERO).unwrap();
+        let mut b = a.clone();
+        let (mut ha, mut hb) = (hash(), hash());
+        let mut work = [GatherSlot::EMPTY; 512];
+        for _ in 0..20 {
+            a.step(&mut ha, &mut (), &mut ()).unwrap();
+            b.par_step(&Serial, &mut hb, &(), &mut (), &mut work)
+                .unwrap();
+        }
+        for (sa, sb) in a.state().iter().zip(b.state()) {
+            assert!((sa.density - sb.density).abs() <= 1e-3 * sa.density);
+        }
+        for (xa, xb) in a.positions().iter().zip(b.positions()) {
+            assert!(xa.distance_squared(*xb) < 1e-8, "{xa:?} {xb:?}");
+        }
+        assert_eq!(b.steps(), 20);
+    }
+
+    #[test]
+    fn short_workspace_is_refused_and_changes_nothing() {
+        let domain = Aabb3::new(Vec3::ZERO, Vec3::new(0.3, 0.3, 0.3)).unwrap();
+        let params = SphParams::seed(domain, 0.025).unwrap();
+        let mut f = Fluid::new([Vec3::ZERO; 512], [ParticleState::EMPTY; 512], params);
+        f.fill_block(domain, 0.05, Vec3::ZERO).unwrap();
+        let before = f.clone();
+        let mut work = [GatherSlot::EMPTY; 4];
+        let e = f.par_step(&Serial, &mut hash(), &(), &mut (), &mut work);
+        assert_eq!(
+            e,
+            Err(Error::BufferTooSmall {
+                needed: f.len(),
+                available: 4
+            })
+        );
+        assert_eq!(f.positions(), before.positions());
+        assert_eq!(f.state(), before.state());
+    }
+}
