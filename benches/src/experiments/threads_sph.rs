@@ -1,0 +1,213 @@
+//! The SPH section of the thread-scaling experiment
+//! (`report -- threads --only sph`).
+//!
+//! The scene is [`crate::sph_scene`]'s dam break (the seed preset,
+//! leapfrog, two force evaluations per step) with a `side³` block, `side`
+//! the cube root of the particle count (262 144 = 64³ by default; `--n`
+//! overrides it, `--quick` uses 32 768). It is warmed up by a few parallel
+//! steps on every core and renumbered into the hash's cell order; every
+//! thread count then starts from that same snapshot.
+//!
+//! Rows:
+//! * `SPH step (par_step)`, spatium, each thread count: one
+//!   [`Fluid::par_step`](spatium::sph::Fluid::par_step) on
+//!   [`HostExec`] with a `CellSortedHash`. After each step the fluid is
+//!   renumbered in the hash's order (untimed, as the main job's cell-order
+//!   renumbering), so every step starts in cell order.
+//! * `SPH step (step, pair form)`, one thread: the serial
+//!   [`Fluid::step`](spatium::sph::Fluid::step) on the same snapshot, the
+//!   same renumbering: the reference the parallel step's one-thread figure
+//!   is compared with.
+//! * `neighbour lists`: splashsurf_lib's parallel spatial-hashing search
+//!   (`neighborhood_search_spatial_hashing_parallel`, rayon, run inside a
+//!   pool of each size) and spatium's `par_build` + `par_neighbor_lists` on
+//!   the same positions and radius.
+//!
+//! Each figure is the median wall-clock time of one step (one untimed
+//! warm-up step, then at least 5 steps and 1 s, 3 with `--quick`).
+
+use spatium::exec::Executor;
+use spatium::sph::{Fluid, GatherSlot, ParticleState, SphParams};
+use spatium::table::table_len;
+use spatium::{Aabb3, NeighborSearch, Vec3};
+use spatium_host::make::{self, VecCellSorted};
+use spatium_host::par::{HostExec, Rayon};
+use splashsurf_lib::Aabb3d;
+use splashsurf_lib::nalgebra::Vector3;
+use splashsurf_lib::neighborhood_search::neighborhood_search_spatial_hashing_parallel;
+
+use super::threads::{Setup, ThreadRow};
+use crate::TABLE_FACTOR;
+use crate::sph_scene::{SPH_SPACING, VecFluid};
+
+/// Particles measured by default (`64³`).
+pub const DEFAULT_N: usize = 1 << 18;
+
+/// Particles of `--quick` (`32³`).
+pub const QUICK_N: usize = 1 << 15;
+
+/// Parallel steps run (on every core) before the snapshot.
+pub const WARM_STEPS: usize = 4;
+
+/// The dam-break block of `side³` particles at rest in its box (as
+/// [`crate::sph_scene::SphScene`], without its serial warm-up).
+fn dam_break(side: usize) -> VecFluid {
+    let l = side as f32 * SPH_SPACING;
+    let domain = Aabb3::new(Vec3::ZERO, Vec3::new(2.0 * l, 1.5 * l, l)).expect("finite box");
+    let block = Aabb3::new(Vec3::ZERO, Vec3::new(l, l, l)).expect("finite box");
+    let params = SphParams::seed(domain, SPH_SPACING).expect("the seed preset");
+    let n = side.pow(3);
+    let mut fluid = Fluid::new(vec![Vec3::ZERO; n], vec![ParticleState::EMPTY; n], params);
+    fluid
+        .fill_block(block, SPH_SPACING, Vec3::ZERO)
+        .expect("the block fits");
+    fluid
+}
+
+/// A fluid, its hash and the step's workspace.
+struct Rig {
+    fluid: VecFluid,
+    hash: VecCellSorted<Vec3>,
+    work: Vec<GatherSlot<Vec3>>,
+    order: Vec<u32>,
+}
+
+impl Rig {
+    fn new(fluid: VecFluid) -> Self {
+        let n = fluid.len();
+        Self {
+            fluid,
+            hash: make::cell_sorted(n, table_len(n, TABLE_FACTOR)),
+            work: vec![GatherSlot::EMPTY; n],
+            order: vec![0; n],
+        }
+    }
+
+    /// Renumbers the fluid in the hash's storage order.
+    fn reorder(&mut self) {
+        self.hash
+            .spatial_order(&mut self.order)
+            .expect("order sized for the fluid");
+        self.fluid
+            .renumber(self.order.iter().copied())
+            .expect("a permutation");
+    }
+
+    fn par_step<E: Executor>(&mut self, exec: &E) {
+        self.fluid
+            .par_step(exec, &mut self.hash, &(), &mut (), &mut self.work)
+            .unwrap_or_else(|e| panic!("par_step failed: {e}"));
+    }
+
+    fn step(&mut self) {
+        self.fluid
+            .step(&mut self.hash, &mut (), &mut ())
+            .unwrap_or_else(|e| panic!("step failed: {e}"));
+    }
+}
+
+/// Median wall-clock ms of `step(rig)` under the protocol of
+/// [`Setup::wall_median`], the rig renumbered untimed after each step.
+fn median_steps(setup: &Setup, rig: &mut Rig, mut step: impl FnMut(&mut Rig)) -> (f64, usize) {
+    step(rig);
+    rig.reorder();
+    let (min_runs, min_time) = if setup.quick { (3, 0.0) } else { (5, 1.0) };
+    let mut v = Vec::new();
+    let start = std::time::Instant::now();
+    while v.len() < min_runs || (start.elapsed().as_secs_f64() < min_time && v.len() < 50) {
+        let (_, t) = crate::measure::time(|| step(rig));
+        v.push(t.wall_ms());
+        rig.reorder();
+    }
+    (crate::measure::median(&v), v.len())
+}
+
+/// The rows of the SPH section.
+pub fn rows(setup: &Setup) -> Vec<ThreadRow> {
+    let want = setup
+        .n
+        .unwrap_or(if setup.quick { QUICK_N } else { DEFAULT_N });
+    let side = ((want as f64).cbrt().round() as usize).max(4);
+    let n = side.pow(3);
+    let all = HostExec::new(0);
+    let mut warm = Rig::new(dam_break(side));
+    for _ in 0..WARM_STEPS {
+        warm.par_step(&all);
+        warm.reorder();
+    }
+    drop(all);
+    let snapshot = warm.fluid;
+    let mut rows = Vec::new();
+    let row = |workload: &str, who: &str, threads: usize, (ms, runs): (f64, usize)| ThreadRow {
+        workload: workload.to_owned(),
+        who: who.to_owned(),
+        n,
+        threads,
+        median_ms: ms,
+        runs,
+    };
+
+    for &t in &setup.threads {
+        let exec = HostExec::new(t);
+        let mut rig = Rig::new(snapshot.clone());
+        let m = median_steps(setup, &mut rig, |r| r.par_step(&exec));
+        eprintln!("  sph par_step, {n} particles, {t} threads: {:.2} ms", m.0);
+        rows.push(row("SPH step (par_step), cell order", "spatium", t, m));
+    }
+    {
+        let mut rig = Rig::new(snapshot.clone());
+        let m = median_steps(setup, &mut rig, Rig::step);
+        eprintln!("  sph step (pair form), {n} particles: {:.2} ms", m.0);
+        rows.push(row(
+            "SPH step (step, pair form, serial), cell order",
+            "spatium",
+            1,
+            m,
+        ));
+    }
+
+    // Neighbour lists over the snapshot's positions, radius h.
+    let h = snapshot.params().h;
+    let positions = snapshot.positions();
+    let vectors: Vec<Vector3<f32>> = positions
+        .iter()
+        .map(|p| Vector3::new(p.x, p.y, p.z))
+        .collect();
+    let mut domain = Aabb3d::from_points(&vectors);
+    domain.grow_uniformly(h);
+    let mut hash: VecCellSorted<Vec3> = make::cell_sorted(n, table_len(n, TABLE_FACTOR));
+    let mut offsets = vec![0u32; n + 1];
+    let mut indices = vec![0u32; 64 * n];
+    for &t in &setup.threads {
+        let Ok(pool) = Rayon::new(t) else {
+            continue;
+        };
+        let mut lists: Vec<Vec<usize>> = Vec::new();
+        let m = setup.wall_median(|| {
+            pool.pool().install(|| {
+                neighborhood_search_spatial_hashing_parallel::<i64, f32>(
+                    &domain, &vectors, h, &mut lists,
+                );
+            });
+        });
+        rows.push(row(
+            "neighbour lists",
+            "splashsurf_lib (parallel, rayon)",
+            t,
+            m,
+        ));
+        let exec = HostExec::new(t);
+        let m = setup.wall_median(|| {
+            hash.par_build(&exec, positions, h).expect("the hash fits");
+            hash.par_neighbor_lists(&exec, &mut offsets, &mut indices)
+                .expect("64 neighbours per particle fit");
+        });
+        rows.push(row(
+            "neighbour lists",
+            "spatium (par_build + par_neighbor_lists, sorted)",
+            t,
+            m,
+        ));
+    }
+    rows
+}
