@@ -140,7 +140,7 @@ fn time_par_step(b: &mut Bencher<'_>, scene: &SphScene, exec: &HostExec) {
                 .expect("a permutation");
             let t = Instant::now();
             fluid
-                .par_step(exec, &mut hash, &(), &mut (), &mut work)
+                .par_step(exec, &mut hash, &mut (), &mut (), &mut work)
                 .unwrap_or_else(|e| panic!("par_step refused the step: {e}"));
             timed += t.elapsed();
             black_box(fluid.positions());

@@ -208,7 +208,7 @@ impl Stepper {
         match self {
             Self::Parallel {
                 exec, search, work, ..
-            } => fluid.par_step(exec, search.as_mut(), &*solids, timer, work),
+            } => fluid.par_step(exec, search.as_mut(), solids, timer, work),
             Self::Serial { search, uncached } => {
                 fluid.step(search.as_mut(), solids, timer)?;
                 if !search.is_cached() {

@@ -30,12 +30,23 @@ fn at<P: Point>(c: [f32; 3]) -> P {
     P::from_fn(|k| c[k])
 }
 
-/// A sphere and a box under the block, in a box of 0.6 × 0.8 (× 0.6).
-fn solids<P: Point>() -> Solids<P> {
+/// A sphere and a box under the block, in a box of 0.6 × 0.8 (× 0.6),
+/// and `extra` small spheres in a row above the sphere: with more than
+/// `SHARED_OBSTACLES` in all, `par_step` resolves them through the broad
+/// phase on the calling thread, otherwise on every worker.
+fn solids_with<P: Point>(extra: usize) -> Solids<P> {
+    let cap = extra + 2;
     let mut s = Obstacles::new(
-        vec![Obstacle::EMPTY; 4],
-        BruteForceBroadPhase::new(make::brute_slots::<P::Aabb>(4)),
+        vec![Obstacle::EMPTY; cap],
+        BruteForceBroadPhase::new(make::brute_slots::<P::Aabb>(cap)),
     );
+    for k in 0..extra {
+        s.add(Obstacle::fixed(Shape::Sphere {
+            center: at([0.05 + 0.5 * k as f32 / extra as f32, 0.15, 0.3]),
+            radius: 0.012,
+        }))
+        .unwrap();
+    }
     s.add(Obstacle::fixed(Shape::Sphere {
         center: at([0.2, 0.08, 0.3]),
         radius: 0.07,
@@ -46,6 +57,11 @@ fn solids<P: Point>() -> Solids<P> {
     )))
     .unwrap();
     s
+}
+
+/// The sphere and the box only.
+fn solids<P: Point>() -> Solids<P> {
+    solids_with(0)
 }
 
 /// A block of `side^d` particles 0.48 wide (13 824 at spacing 0.02 in 3D
@@ -104,11 +120,11 @@ fn run<P: Point, E: Executor, N: NeighborSearch<P> + Sync>(
     steps: usize,
     reorder: bool,
 ) -> VecFluid<P> {
-    let solids = solids::<P>();
+    let mut solids = solids_with::<P>(if reorder { 40 } else { 0 });
     let mut work = vec![GatherSlot::EMPTY; f.len()];
     let mut order = vec![0u32; f.len()];
     for _ in 0..steps {
-        f.par_step(exec, search, &solids, &mut (), &mut work)
+        f.par_step(exec, search, &mut solids, &mut (), &mut work)
             .unwrap();
         if reorder {
             search.spatial_order(&mut order).unwrap();
@@ -245,7 +261,7 @@ fn evaluation_matches_oracle<P: Point>() {
         f.par_step(
             &Rayon::new(2).unwrap(),
             &mut search,
-            &(),
+            &mut (),
             &mut (),
             &mut work,
         )
@@ -296,13 +312,14 @@ fn evaluation_matches_oracle_2d() {
 /// neighbours, obstacles behind a brute-force broad phase) is replayed by
 /// the gather form from the same start: every position and velocity agrees
 /// to 5·10⁻⁵ (the bound of the pair form's own cross-structure test; a
-/// missing or doubled pair moves a velocity by about 5·10⁻³).
-fn replays_the_pair_step<P: Point>(side: usize) {
+/// missing or doubled pair moves a velocity by about 5·10⁻³). With `extra`
+/// more spheres (past `SHARED_OBSTACLES`, the broad-phase path).
+fn replays_the_pair_step<P: Point>(side: usize, extra: usize) {
     let mut reference = block::<P>(side, Integrator::Leapfrog);
     let n = reference.len();
     let mut brute = BruteForceNeighbors::new(vec![P::ZERO; n]);
-    let mut serial_solids = solids::<P>();
-    let shared_solids = solids::<P>();
+    let mut serial_solids = solids_with::<P>(extra);
+    let mut shared_solids = solids_with::<P>(extra);
     let mut search = make::cell_sorted::<P>(n, table_len(n, 2));
     let mut work = vec![GatherSlot::EMPTY; n];
     let exec = Rayon::new(3).unwrap();
@@ -312,7 +329,7 @@ fn replays_the_pair_step<P: Point>(side: usize) {
         reference
             .step(&mut brute, &mut serial_solids, &mut ())
             .unwrap();
-        g.par_step(&exec, &mut search, &shared_solids, &mut (), &mut work)
+        g.par_step(&exec, &mut search, &mut shared_solids, &mut (), &mut work)
             .unwrap();
         let pairs = g.positions().iter().zip(reference.positions()).chain(
             g.state()
@@ -331,12 +348,14 @@ fn replays_the_pair_step<P: Point>(side: usize) {
 
 #[test]
 fn replays_the_pair_step_3d() {
-    replays_the_pair_step::<Vec3>(12);
+    replays_the_pair_step::<Vec3>(12, 0);
+    replays_the_pair_step::<Vec3>(12, 40);
 }
 
 #[test]
 fn replays_the_pair_step_2d() {
-    replays_the_pair_step::<Vec2>(40);
+    replays_the_pair_step::<Vec2>(40, 0);
+    replays_the_pair_step::<Vec2>(40, 40);
 }
 
 /// A search that reports, besides the true neighbours, an id past the
@@ -389,7 +408,7 @@ fn same_failure<N1, N2>(
     let eb = b.par_step(
         &Rayon::new(2).unwrap(),
         gather_search,
-        &solids::<Vec3>(),
+        &mut solids::<Vec3>(),
         &mut (),
         &mut work,
     );
@@ -462,7 +481,7 @@ fn failures_match_the_pair_step_and_restore_the_particles() {
         g.par_step(
             &Serial,
             &mut make::cell_sorted::<Vec3>(n, table),
-            &(),
+            &mut (),
             &mut (),
             &mut work
         ),

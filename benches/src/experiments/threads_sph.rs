@@ -95,7 +95,7 @@ impl Rig {
 
     fn par_step<E: Executor>(&mut self, exec: &E) {
         self.fluid
-            .par_step(exec, &mut self.hash, &(), &mut (), &mut self.work)
+            .par_step(exec, &mut self.hash, &mut (), &mut (), &mut self.work)
             .unwrap_or_else(|e| panic!("par_step failed: {e}"));
     }
 

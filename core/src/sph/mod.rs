@@ -25,6 +25,13 @@
 //! Everything is `f32` on one thread, in a fixed order: two runs of the same
 //! scene on one machine are identical bit for bit.
 //!
+//! [`par`]: [`Fluid::par_step`], the same solver in gather form on an
+//! [`Executor`](crate::exec::Executor) (each particle sums its own terms
+//! from its neighbours through [`NeighborSearch::par_gather`], into a
+//! caller-provided [`GatherSlot`] workspace of `20N` bytes in 3D): its
+//! result is bit-identical for every executor and number of workers, and
+//! equals `step`'s to rounding.
+//!
 //! # Units
 //!
 //! The seed writes forces where it means accelerations; here every term is an
@@ -556,7 +563,9 @@ fn pair_pass<P: Point, N: NeighborSearch<P>>(
 /// particle's state in `S`; capacity is the shorter buffer.
 ///
 /// Memory: `(24d + 8)·N` bytes with `d` axes and `N` the capacity (`80N` in
-/// 3D, `56N` in 2D), plus the neighbour search's.
+/// 3D, `56N` in 2D), plus the neighbour search's; [`Fluid::par_step`] adds
+/// its workspace, `4(d + 2)·N` bytes ([`GatherSlot`]: `20N` in 3D, `16N` in
+/// 2D).
 ///
 /// ```
 /// use spatium::sph::{Fluid, ParticleState, SphParams};

@@ -30,7 +30,7 @@
 //! search's. The per-task results (errors, finiteness) live in fixed stack
 //! arrays of [`STEP_TASKS`] entries.
 
-use super::boundary::{SharedCollider, clamp_to_walls};
+use super::boundary::ParCollider;
 use super::kernel::Kernels;
 use super::{Fluid, Integrator, ParticleState, SphParams, Stage, StageTimer, pair_acceleration};
 use crate::error::Error;
@@ -98,7 +98,7 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
     /// ([`NeighborSearch::par_gather`]) and the other passes run on chunks
     /// of particles. `search` is rebuilt with
     /// [`NeighborSearch::par_build`] before each force evaluation; `solids`
-    /// are resolved through `&self` ([`SharedCollider`]); `work` holds one
+    /// resolve the particles on `exec` ([`ParCollider`]); `work` holds one
     /// [`GatherSlot`] per particle (at least [`len`](Self::len); its
     /// contents on entry do not matter and on return are unspecified).
     ///
@@ -120,8 +120,8 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
     /// Per force evaluation: one parallel build and three gathers,
     /// `O(N + pairs)` work like `step`'s, but each pair's kernels are
     /// evaluated from both sides (twice `step`'s arithmetic per pair, with
-    /// no write to the neighbour). Obstacles cost `O(M)` per particle for
-    /// `M` obstacles ([`SharedCollider`]). No allocation.
+    /// no write to the neighbour). Obstacles: see [`ParCollider`]. No
+    /// allocation.
     ///
     /// ```
     /// use spatium::exec::Serial;
@@ -138,7 +138,7 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
     /// let mut work = [GatherSlot::EMPTY; 1000];
     /// for _ in 0..10 {
     ///     // A host passes a thread pool here (spatium_host::par::HostExec).
-    ///     fluid.par_step(&Serial, &mut hash, &(), &mut (), &mut work)?;
+    ///     fluid.par_step(&Serial, &mut hash, &mut (), &mut (), &mut work)?;
     /// }
     /// assert!(fluid.state().iter().all(|s| s.density > 0.0));
     /// # Ok::<(), spatium::Error>(())
@@ -147,14 +147,14 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
         &mut self,
         exec: &E,
         search: &mut N,
-        solids: &C,
+        solids: &mut C,
         timer: &mut T,
         work: &mut [GatherSlot<P>],
     ) -> Result<(), Error>
     where
         E: Executor,
         N: NeighborSearch<P> + Sync,
-        C: SharedCollider<P>,
+        C: ParCollider<P>,
         T: StageTimer,
     {
         let kernels = self.params.kernels()?;
@@ -199,14 +199,14 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
         exec: &E,
         k: &Kernels,
         search: &mut N,
-        solids: &C,
+        solids: &mut C,
         timer: &mut T,
         work: &mut [GatherSlot<P>],
     ) -> Result<(), Error>
     where
         E: Executor,
         N: NeighborSearch<P> + Sync,
-        C: SharedCollider<P>,
+        C: ParCollider<P>,
         T: StageTimer,
     {
         let dt = self.params.dt;
@@ -287,50 +287,26 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
         );
     }
 
-    /// Walls, obstacles, walls again, for every particle, in chunks; the
-    /// first error in particle order is returned (each chunk stops at its
-    /// first).
-    fn par_collide<E, C, T>(&mut self, exec: &E, solids: &C, timer: &mut T) -> Result<(), Error>
+    /// Walls, obstacles, walls again, for every particle, on `exec`.
+    fn par_collide<E, C, T>(&mut self, exec: &E, solids: &mut C, timer: &mut T) -> Result<(), Error>
     where
         E: Executor,
-        C: SharedCollider<P>,
+        C: ParCollider<P>,
         T: StageTimer,
     {
         timer.begin(Stage::Collisions);
         let n = self.len;
         let p = &self.params;
-        let (tasks, grain) = task_split(n, STEP_GRAIN, STEP_TASKS);
-        let mut results = [None; STEP_TASKS];
-        let x = &mut self.positions.as_mut()[..n];
-        let st = &mut self.state.as_mut()[..n];
-        exec.run(
-            tasks,
-            (
-                Parts::chunks(x, grain),
-                Parts::chunks(st, grain),
-                Parts::chunks(&mut results[..tasks], 1),
-            ),
-            |_, (xs, ss, mut r)| {
-                for (xi, s) in xs.into_slice().iter_mut().zip(ss.into_slice()) {
-                    clamp_to_walls(xi, &mut s.velocity, &p.domain, p.damping);
-                    if let Err(e) = solids.collide_shared(
-                        xi,
-                        &mut s.velocity,
-                        p.particle_radius,
-                        p.damping,
-                        &p.domain,
-                    ) {
-                        if let Some(r) = r.slice().first_mut() {
-                            *r = Some(e);
-                        }
-                        break;
-                    }
-                    clamp_to_walls(xi, &mut s.velocity, &p.domain, p.damping);
-                }
-            },
+        let result = solids.par_collide(
+            exec,
+            &mut self.positions.as_mut()[..n],
+            &mut self.state.as_mut()[..n],
+            p.particle_radius,
+            p.damping,
+            &p.domain,
         );
         timer.end();
-        first_error(&results[..tasks])
+        result
     }
 
     /// One force evaluation in gather form: fills density, pressure,
@@ -514,7 +490,7 @@ mod tests {
         let mut work = [GatherSlot::EMPTY; 512];
         for _ in 0..20 {
             a.step(&mut ha, &mut (), &mut ()).unwrap();
-            b.par_step(&Serial, &mut hb, &(), &mut (), &mut work)
+            b.par_step(&Serial, &mut hb, &mut (), &mut (), &mut work)
                 .unwrap();
         }
         for (sa, sb) in a.state().iter().zip(b.state()) {
@@ -534,7 +510,7 @@ mod tests {
         f.fill_block(domain, 0.05, Vec3::ZERO).unwrap();
         let before = f.clone();
         let mut work = [GatherSlot::EMPTY; 4];
-        let e = f.par_step(&Serial, &mut hash(), &(), &mut (), &mut work);
+        let e = f.par_step(&Serial, &mut hash(), &mut (), &mut (), &mut work);
         assert_eq!(
             e,
             Err(Error::BufferTooSmall {
