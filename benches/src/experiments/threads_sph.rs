@@ -24,7 +24,9 @@
 //!   the same positions and radius.
 //!
 //! Each figure is the median wall-clock time of one step (one untimed
-//! warm-up step, then at least 5 steps and 1 s, 3 with `--quick`).
+//! warm-up step, then at least 5 steps and 1 s; 3 steps with `--quick` or
+//! from [`LARGE_N`] particles on, so that `--n 1000000` with five thread
+//! counts stays within about two minutes on 16 cores).
 
 use spatium::exec::Executor;
 use spatium::sph::{Fluid, GatherSlot, ParticleState, SphParams};
@@ -45,6 +47,10 @@ pub const DEFAULT_N: usize = 1 << 18;
 
 /// Particles of `--quick` (`32³`).
 pub const QUICK_N: usize = 1 << 15;
+
+/// From this many particles on, every figure is the median of 3 runs
+/// after one warm-up (a 10⁶-particle step takes seconds on one thread).
+pub const LARGE_N: usize = 500_000;
 
 /// Parallel steps run (on every core) before the snapshot.
 pub const WARM_STEPS: usize = 4;
@@ -106,20 +112,44 @@ impl Rig {
     }
 }
 
-/// Median wall-clock ms of `step(rig)` under the protocol of
-/// [`Setup::wall_median`], the rig renumbered untimed after each step.
-fn median_steps(setup: &Setup, rig: &mut Rig, mut step: impl FnMut(&mut Rig)) -> (f64, usize) {
-    step(rig);
-    rig.reorder();
-    let (min_runs, min_time) = if setup.quick { (3, 0.0) } else { (5, 1.0) };
+/// Median wall-clock ms of `run()` after one untimed warm-up call, with
+/// `after()` run untimed after each call: at least 5 runs and 1 s (the
+/// protocol of [`Setup::wall_median`]), 3 runs with `--quick` or from
+/// [`LARGE_N`] particles on.
+fn median_runs(
+    setup: &Setup,
+    n: usize,
+    mut run: impl FnMut(),
+    mut after: impl FnMut(),
+) -> (f64, usize) {
+    run();
+    after();
+    let (min_runs, min_time) = if setup.quick || n >= LARGE_N {
+        (3, 0.0)
+    } else {
+        (5, 1.0)
+    };
     let mut v = Vec::new();
     let start = std::time::Instant::now();
     while v.len() < min_runs || (start.elapsed().as_secs_f64() < min_time && v.len() < 50) {
-        let (_, t) = crate::measure::time(|| step(rig));
+        let (_, t) = crate::measure::time(&mut run);
         v.push(t.wall_ms());
-        rig.reorder();
+        after();
     }
     (crate::measure::median(&v), v.len())
+}
+
+/// [`median_runs`] of `step(rig)`, the rig renumbered untimed after each
+/// step.
+fn median_steps(setup: &Setup, rig: &mut Rig, mut step: impl FnMut(&mut Rig)) -> (f64, usize) {
+    let n = rig.fluid.len();
+    let rig = core::cell::RefCell::new(rig);
+    median_runs(
+        setup,
+        n,
+        || step(&mut rig.borrow_mut()),
+        || rig.borrow_mut().reorder(),
+    )
 }
 
 /// The rows of the SPH section.
@@ -183,13 +213,18 @@ pub fn rows(setup: &Setup) -> Vec<ThreadRow> {
             continue;
         };
         let mut lists: Vec<Vec<usize>> = Vec::new();
-        let m = setup.wall_median(|| {
-            pool.pool().install(|| {
-                neighborhood_search_spatial_hashing_parallel::<i64, f32>(
-                    &domain, &vectors, h, &mut lists,
-                );
-            });
-        });
+        let m = median_runs(
+            setup,
+            n,
+            || {
+                pool.pool().install(|| {
+                    neighborhood_search_spatial_hashing_parallel::<i64, f32>(
+                        &domain, &vectors, h, &mut lists,
+                    );
+                });
+            },
+            || {},
+        );
         rows.push(row(
             "neighbour lists",
             "splashsurf_lib (parallel, rayon)",
@@ -197,11 +232,16 @@ pub fn rows(setup: &Setup) -> Vec<ThreadRow> {
             m,
         ));
         let exec = HostExec::new(t);
-        let m = setup.wall_median(|| {
-            hash.par_build(&exec, positions, h).expect("the hash fits");
-            hash.par_neighbor_lists(&exec, &mut offsets, &mut indices)
-                .expect("64 neighbours per particle fit");
-        });
+        let m = median_runs(
+            setup,
+            n,
+            || {
+                hash.par_build(&exec, positions, h).expect("the hash fits");
+                hash.par_neighbor_lists(&exec, &mut offsets, &mut indices)
+                    .expect("64 neighbours per particle fit");
+            },
+            || {},
+        );
         rows.push(row(
             "neighbour lists",
             "spatium (par_build + par_neighbor_lists, sorted)",

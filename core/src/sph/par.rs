@@ -1,6 +1,6 @@
 //! The parallel SPH step: [`Fluid::par_step`], the solver of
 //! [`Fluid::step`] in gather form, run as tasks on an
-//! [`Executor`](crate::exec::Executor).
+//! [`Executor`].
 //!
 //! [`Fluid::step`] walks the neighbour pairs once per pass and adds each
 //! pair's terms to both particles, which no two workers could do at once
