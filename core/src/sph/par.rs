@@ -9,9 +9,12 @@
 //! acceleration are summed from its own neighbours into `i`'s slot of a
 //! caller-provided workspace ([`GatherSlot`]), while every other particle's
 //! state is only read; a short pass over contiguous chunks then moves the
-//! sums into the particles' state. Integration, walls and obstacles run on
-//! contiguous chunks of particles, each task owning its chunk
-//! ([`Parts::chunks`]). No `unsafe`, no allocation.
+//! sums into the particles' state. Integration and walls run on contiguous
+//! chunks of particles, each task owning its chunk ([`Parts::chunks`]);
+//! obstacles too when there are few of them, otherwise through their broad
+//! phase on the calling thread ([`ParCollider`]: a broad-phase query takes
+//! `&mut self`, so it cannot be shared by workers safely). No `unsafe`, no
+//! allocation.
 //!
 //! # Determinism
 //!
