@@ -6,6 +6,8 @@
 //! against `Fluid::step` to rounding, obstacles included); and it fails as
 //! `step` does, restoring the particles.
 
+use std::collections::HashMap;
+
 use spatium::exec::{Executor, Serial};
 use spatium::hhash::{HashConfig, Hierarchical};
 use spatium::sph::boundary::{Obstacle, Obstacles, Shape};
@@ -111,22 +113,38 @@ fn bits<P: Point>(f: &VecFluid<P>) -> Vec<u32> {
     out
 }
 
-/// `steps` parallel steps on `exec`; renumbers the fluid in the search's
-/// order after each step if `reorder`.
+/// How the fluid is kept in order between and during steps.
+#[derive(Clone, Copy, PartialEq)]
+enum Order {
+    /// `par_step`, ids never change.
+    Keep,
+    /// `par_step`, then `renumber` in the search's order after each step
+    /// (and 40 more obstacles: the broad-phase path).
+    Renumber,
+    /// `par_step_sorted` (renumbering inside the step).
+    Sorted,
+}
+
+/// `steps` parallel steps on `exec`.
 fn run<P: Point, E: Executor, N: NeighborSearch<P> + Sync>(
     exec: &E,
     search: &mut N,
     mut f: VecFluid<P>,
     steps: usize,
-    reorder: bool,
+    how: Order,
 ) -> VecFluid<P> {
-    let mut solids = solids_with::<P>(if reorder { 40 } else { 0 });
+    let mut solids = solids_with::<P>(if how == Order::Renumber { 40 } else { 0 });
     let mut work = vec![GatherSlot::EMPTY; f.len()];
     let mut order = vec![0u32; f.len()];
     for _ in 0..steps {
+        if how == Order::Sorted {
+            f.par_step_sorted(exec, search, &mut solids, &mut (), &mut work, &mut order)
+                .unwrap();
+            continue;
+        }
         f.par_step(exec, search, &mut solids, &mut (), &mut work)
             .unwrap();
-        if reorder {
+        if how == Order::Renumber {
             search.spatial_order(&mut order).unwrap();
             f.renumber(order.iter().copied()).unwrap();
         }
@@ -141,11 +159,11 @@ fn executors_agree<P: Point, N: NeighborSearch<P> + Sync>(
     mut search: impl FnMut() -> N,
     side: usize,
     integrator: Integrator,
-    reorder: bool,
+    how: Order,
 ) {
     let steps = 8;
     let start = block::<P>(side, integrator);
-    let want = run(&Serial, &mut search(), start.clone(), steps, reorder);
+    let want = run(&Serial, &mut search(), start.clone(), steps, how);
     assert!(want.state().iter().all(|s| s.density > 0.0));
     let want = bits(&want);
     for t in [1, 2, 3, 8] {
@@ -154,19 +172,13 @@ fn executors_agree<P: Point, N: NeighborSearch<P> + Sync>(
             &mut search(),
             start.clone(),
             steps,
-            reorder,
+            how,
         );
         assert!(bits(&got) == want, "{what}: rayon {t} differs from serial");
     }
-    let got = run(
-        &Threads::new(3),
-        &mut search(),
-        start.clone(),
-        steps,
-        reorder,
-    );
+    let got = run(&Threads::new(3), &mut search(), start.clone(), steps, how);
     assert!(bits(&got) == want, "{what}: threads 3 differs from serial");
-    let got = run(&HostExec::new(2), &mut search(), start, steps, reorder);
+    let got = run(&HostExec::new(2), &mut search(), start, steps, how);
     assert!(bits(&got) == want, "{what}: host 2 differs from serial");
 }
 
@@ -179,21 +191,28 @@ fn bit_identical_for_every_executor_3d() {
         || make::cell_sorted::<Vec3>(n, table),
         24,
         Integrator::Leapfrog,
-        false,
+        Order::Keep,
     );
     executors_agree::<Vec3, _>(
         "3d sorted, renumbered",
         || make::cell_sorted::<Vec3>(n, table),
         24,
         Integrator::Leapfrog,
-        true,
+        Order::Renumber,
+    );
+    executors_agree::<Vec3, _>(
+        "3d sorted, par_step_sorted",
+        || make::cell_sorted::<Vec3>(n, table),
+        24,
+        Integrator::Leapfrog,
+        Order::Sorted,
     );
     executors_agree::<Vec3, _>(
         "3d linked, Euler",
         || make::linked::<Vec3>(n, table),
         24,
         Integrator::Euler,
-        false,
+        Order::Keep,
     );
     let cfg = HashConfig::new(0.04, 1).unwrap();
     executors_agree::<Vec3, _>(
@@ -201,7 +220,7 @@ fn bit_identical_for_every_executor_3d() {
         || make::class_hash::<Hierarchical, spatium::Aabb3>(0, table, n, n, cfg),
         24,
         Integrator::Leapfrog,
-        false,
+        Order::Keep,
     );
 }
 
@@ -214,14 +233,21 @@ fn bit_identical_for_every_executor_2d() {
         || make::cell_sorted::<Vec2>(n, table),
         120,
         Integrator::Leapfrog,
-        false,
+        Order::Keep,
+    );
+    executors_agree::<Vec2, _>(
+        "2d sorted, par_step_sorted",
+        || make::cell_sorted::<Vec2>(n, table),
+        120,
+        Integrator::Leapfrog,
+        Order::Sorted,
     );
     executors_agree::<Vec2, _>(
         "2d bucketed",
         || make::bucketed::<Vec2, 64>(n, table),
         120,
         Integrator::Leapfrog,
-        false,
+        Order::Keep,
     );
 }
 
@@ -313,8 +339,10 @@ fn evaluation_matches_oracle_2d() {
 /// the gather form from the same start: every position and velocity agrees
 /// to 5·10⁻⁵ (the bound of the pair form's own cross-structure test; a
 /// missing or doubled pair moves a velocity by about 5·10⁻³). With `extra`
-/// more spheres (past `SHARED_OBSTACLES`, the broad-phase path).
-fn replays_the_pair_step<P: Point>(side: usize, extra: usize) {
+/// more spheres (past `SHARED_OBSTACLES`, the broad-phase path); with
+/// `sorted`, `par_step_sorted`, whose particles are matched to the
+/// reference's by their start positions (it renumbers them).
+fn replays_the_pair_step<P: Point>(side: usize, extra: usize, sorted: bool) {
     let mut reference = block::<P>(side, Integrator::Leapfrog);
     let n = reference.len();
     let mut brute = BruteForceNeighbors::new(vec![P::ZERO; n]);
@@ -322,40 +350,68 @@ fn replays_the_pair_step<P: Point>(side: usize, extra: usize) {
     let mut shared_solids = solids_with::<P>(extra);
     let mut search = make::cell_sorted::<P>(n, table_len(n, 2));
     let mut work = vec![GatherSlot::EMPTY; n];
+    let mut order = vec![0u32; n];
+    let key = |p: P| {
+        (0..P::DIM)
+            .map(|k| p.coord(k).to_bits())
+            .collect::<Vec<u32>>()
+    };
     let exec = Rayon::new(3).unwrap();
     let mut worst = 0.0f32;
+    let mut moved = 0usize;
     for _ in 0..40 {
         let mut g = reference.clone();
         reference
             .step(&mut brute, &mut serial_solids, &mut ())
             .unwrap();
-        g.par_step(&exec, &mut search, &mut shared_solids, &mut (), &mut work)
+        if sorted {
+            g.par_step_sorted(
+                &exec,
+                &mut search,
+                &mut shared_solids,
+                &mut (),
+                &mut work,
+                &mut order,
+            )
             .unwrap();
-        let pairs = g.positions().iter().zip(reference.positions()).chain(
-            g.state()
-                .iter()
-                .map(|s| &s.velocity)
-                .zip(reference.state().iter().map(|s| &s.velocity)),
-        );
-        for (a, b) in pairs {
+        } else {
+            g.par_step(&exec, &mut search, &mut shared_solids, &mut (), &mut work)
+                .unwrap();
+        }
+        let at: HashMap<Vec<u32>, usize> = reference
+            .state()
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (key(s.start_position), i))
+            .collect();
+        assert_eq!(at.len(), n, "start positions are distinct");
+        for (k, (xg, sg)) in g.positions().iter().zip(g.state()).enumerate() {
+            let i = at[&key(sg.start_position)];
+            moved += usize::from(i != k);
+            let (xr, vr) = (reference.positions()[i], reference.state()[i].velocity);
             for c in 0..P::DIM {
-                worst = worst.max((a.coord(c) - b.coord(c)).abs());
+                worst = worst.max((xg.coord(c) - xr.coord(c)).abs());
+                worst = worst.max((sg.velocity.coord(c) - vr.coord(c)).abs());
             }
         }
     }
     assert!(worst <= 5e-5, "largest deviation {worst}");
+    // par_step keeps the ids; par_step_sorted renumbers.
+    assert_eq!(moved == 0, !sorted, "{moved} particles renumbered");
 }
 
 #[test]
 fn replays_the_pair_step_3d() {
-    replays_the_pair_step::<Vec3>(12, 0);
-    replays_the_pair_step::<Vec3>(12, 40);
+    replays_the_pair_step::<Vec3>(12, 0, false);
+    replays_the_pair_step::<Vec3>(12, 40, false);
+    replays_the_pair_step::<Vec3>(12, 40, true);
 }
 
 #[test]
 fn replays_the_pair_step_2d() {
-    replays_the_pair_step::<Vec2>(40, 0);
-    replays_the_pair_step::<Vec2>(40, 40);
+    replays_the_pair_step::<Vec2>(40, 0, false);
+    replays_the_pair_step::<Vec2>(40, 40, false);
+    replays_the_pair_step::<Vec2>(40, 0, true);
 }
 
 /// A search that reports, besides the true neighbours, an id past the
@@ -488,6 +544,23 @@ fn failures_match_the_pair_step_and_restore_the_particles() {
         Err(Error::BufferTooSmall {
             needed: n,
             available: n - 1
+        })
+    );
+    assert_eq!(bits(&g), bits(&f));
+    let mut order = vec![0u32; n - 2];
+    let mut work = vec![GatherSlot::EMPTY; n];
+    assert_eq!(
+        g.par_step_sorted(
+            &Serial,
+            &mut make::cell_sorted::<Vec3>(n, table),
+            &mut (),
+            &mut (),
+            &mut work,
+            &mut order
+        ),
+        Err(Error::BufferTooSmall {
+            needed: n,
+            available: n - 2
         })
     );
     assert_eq!(bits(&g), bits(&f));

@@ -85,6 +85,14 @@ impl<P: Point> Default for GatherSlot<P> {
     }
 }
 
+/// The caller's workspace of one step.
+struct Scratch<'a, P> {
+    /// One gather slot per particle.
+    work: &'a mut [GatherSlot<P>],
+    /// The search's order, when the particles are kept in it.
+    order: Option<&'a mut [u32]>,
+}
+
 /// The first error of the per-task results, in task order.
 fn first_error(results: &[Option<Error>]) -> Result<(), Error> {
     match results.iter().flatten().next() {
@@ -160,6 +168,74 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
         C: ParCollider<P>,
         T: StageTimer,
     {
+        self.par_step_with(exec, search, solids, timer, work, None)
+    }
+
+    /// [`par_step`](Self::par_step), keeping the particles in `search`'s
+    /// storage order: after each build (two per leapfrog step) that finds
+    /// them out of that order ([`NeighborSearch::spatial_order`] is not the
+    /// identity), the particles are renumbered into it — as
+    /// [`renumber`](Self::renumber), but keeping the step's start state —
+    /// and the search is built again. A search that sorts its input
+    /// ([`crate::uniform::CellSortedHash`]) then copies it and gathers in
+    /// storage order, its fast path; the particles drift across cells
+    /// during a step, so without this the half-step build of a leapfrog
+    /// step would miss that path even when the caller renumbers between
+    /// steps. Searches that keep their input order cost one `O(N)` check
+    /// per build. `order` holds one `u32` per particle (`4N` bytes).
+    ///
+    /// Particle ids change (every particle's data moves with it, as with
+    /// `renumber`); the result is deterministic and the same for every
+    /// executor, and equals `par_step`'s up to rounding and that
+    /// permutation.
+    ///
+    /// # Errors
+    /// As [`par_step`](Self::par_step), and [`Error::BufferTooSmall`] if
+    /// `order` is shorter than [`len`](Self::len) (checked first: nothing
+    /// changes); [`Error::UnknownId`] if the search's order is not a
+    /// permutation. On error the particles are restored to where the step
+    /// began, possibly renumbered.
+    pub fn par_step_sorted<E, N, C, T>(
+        &mut self,
+        exec: &E,
+        search: &mut N,
+        solids: &mut C,
+        timer: &mut T,
+        work: &mut [GatherSlot<P>],
+        order: &mut [u32],
+    ) -> Result<(), Error>
+    where
+        E: Executor,
+        N: NeighborSearch<P> + Sync,
+        C: ParCollider<P>,
+        T: StageTimer,
+    {
+        let n = self.len;
+        let available = order.len();
+        let order = order.get_mut(..n).ok_or(Error::BufferTooSmall {
+            needed: n,
+            available,
+        })?;
+        self.par_step_with(exec, search, solids, timer, work, Some(order))
+    }
+
+    /// The parallel step, renumbering into the search's order if `order`
+    /// is given.
+    fn par_step_with<E, N, C, T>(
+        &mut self,
+        exec: &E,
+        search: &mut N,
+        solids: &mut C,
+        timer: &mut T,
+        work: &mut [GatherSlot<P>],
+        order: Option<&mut [u32]>,
+    ) -> Result<(), Error>
+    where
+        E: Executor,
+        N: NeighborSearch<P> + Sync,
+        C: ParCollider<P>,
+        T: StageTimer,
+    {
         let kernels = self.params.kernels()?;
         let n = self.len;
         let available = work.len();
@@ -180,7 +256,8 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
                 }
             });
         }
-        match self.par_integrate(exec, &kernels, search, solids, timer, work) {
+        let mut scratch = Scratch { work, order };
+        match self.par_integrate(exec, &kernels, search, solids, timer, &mut scratch) {
             Ok(()) => {
                 self.steps += 1;
                 Ok(())
@@ -204,7 +281,7 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
         search: &mut N,
         solids: &mut C,
         timer: &mut T,
-        work: &mut [GatherSlot<P>],
+        scratch: &mut Scratch<'_, P>,
     ) -> Result<(), Error>
     where
         E: Executor,
@@ -213,7 +290,14 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
         T: StageTimer,
     {
         let dt = self.params.dt;
-        self.par_evaluate(exec, k, search, timer, work)?;
+        self.par_evaluate(
+            exec,
+            k,
+            search,
+            timer,
+            scratch.work,
+            scratch.order.as_deref_mut(),
+        )?;
         match self.params.integrator {
             Integrator::Leapfrog => {
                 timer.begin(Stage::Integration);
@@ -223,7 +307,14 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
                 });
                 timer.end();
                 self.par_collide(exec, solids, timer)?;
-                self.par_evaluate(exec, k, search, timer, work)?;
+                self.par_evaluate(
+                    exec,
+                    k,
+                    search,
+                    timer,
+                    scratch.work,
+                    scratch.order.as_deref_mut(),
+                )?;
                 timer.begin(Stage::Integration);
                 self.par_particles(exec, |xi, s| {
                     s.velocity = s.start_velocity + s.acceleration * dt;
@@ -312,6 +403,86 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
         result
     }
 
+    /// Builds `search` over the positions; with `order`, renumbers the
+    /// particles into the search's order and builds again if they were not
+    /// in it.
+    fn par_build_in_order<E, N>(
+        &mut self,
+        exec: &E,
+        search: &mut N,
+        order: Option<&mut [u32]>,
+    ) -> Result<(), Error>
+    where
+        E: Executor,
+        N: NeighborSearch<P> + Sync,
+    {
+        let n = self.len;
+        let h = self.params.h;
+        search.par_build(exec, &self.positions.as_ref()[..n], h)?;
+        if search.len() != n {
+            return Err(Error::LengthMismatch {
+                expected: n,
+                got: search.len(),
+            });
+        }
+        let Some(order) = order else {
+            return Ok(());
+        };
+        search.spatial_order(order)?;
+        if order.iter().enumerate().all(|(k, &o)| o as usize == k) {
+            return Ok(());
+        }
+        self.permute_in_step(order)?;
+        search.par_build(exec, &self.positions.as_ref()[..n], h)
+    }
+
+    /// Renumbers the particles as `order` lists them (new id `k` = old id
+    /// `order[k]`), every field of the state moving with its particle:
+    /// unlike [`renumber`](Self::renumber) the step's start state is kept
+    /// (the position rides in `acceleration` and the new id in `density`,
+    /// both recomputed by the evaluation that follows). `O(N)`, in place.
+    ///
+    /// # Errors
+    /// [`Error::UnknownId`] unless `order` is a permutation of `0..len()`
+    /// (the positions are then unchanged).
+    fn permute_in_step(&mut self, order: &[u32]) -> Result<(), Error> {
+        const UNSET: u32 = u32::MAX;
+        let n = self.len;
+        let x = &mut self.positions.as_mut()[..n];
+        let st = &mut self.state.as_mut()[..n];
+        if order.len() != n {
+            return Err(Error::LengthMismatch {
+                expected: n,
+                got: order.len(),
+            });
+        }
+        for (s, xi) in st.iter_mut().zip(x.iter()) {
+            s.acceleration = *xi;
+            s.density = f32::from_bits(UNSET);
+        }
+        for (k, &id) in order.iter().enumerate() {
+            match st.get_mut(id as usize) {
+                Some(s) if s.density.to_bits() == UNSET => s.density = f32::from_bits(k as u32),
+                _ => return Err(Error::UnknownId { id }),
+            }
+        }
+        // Cycle by cycle: the particle in slot i goes to its new id until
+        // slot i holds the particle whose new id is i.
+        for i in 0..n {
+            loop {
+                let k = st[i].density.to_bits() as usize;
+                if k == i || k >= n {
+                    break;
+                }
+                st.swap(i, k);
+            }
+        }
+        for (xi, s) in x.iter_mut().zip(st.iter()) {
+            *xi = s.acceleration;
+        }
+        Ok(())
+    }
+
     /// One force evaluation in gather form: fills density, pressure,
     /// normals and acceleration.
     fn par_evaluate<E, N, T>(
@@ -321,6 +492,7 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
         search: &mut N,
         timer: &mut T,
         work: &mut [GatherSlot<P>],
+        order: Option<&mut [u32]>,
     ) -> Result<(), Error>
     where
         E: Executor,
@@ -331,15 +503,9 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
         let p: SphParams<P> = self.params;
         let m = p.mass;
         timer.begin(Stage::NeighborSearch);
-        let built = search.par_build(exec, &self.positions.as_ref()[..n], p.h);
+        let built = self.par_build_in_order(exec, search, order);
         timer.end();
         built?;
-        if search.len() != n {
-            return Err(Error::LengthMismatch {
-                expected: n,
-                got: search.len(),
-            });
-        }
         let search = &*search;
         let x = &self.positions.as_ref()[..n];
         let st = &mut self.state.as_mut()[..n];
