@@ -18,10 +18,10 @@ usage: spatium-demo [FLAGS]
   --images K         PNG frames written over the run, 0..=10000 (default 8)
   --out DIR          output directory (default target/spatium-demo)
   --seed N           seed of the sphere placement (default 2009)
-  --threads N        worker threads of the parallel step (Fluid::par_step: each
-                     particle gathers its own forces, so the fluid is the same
-                     bit for bit for every N); 0 = all cores (default), 1 = the
-                     calling thread only; 0..=1024
+  --threads N        worker threads of the parallel step
+                     (Fluid::par_step_sorted: each particle gathers its own
+                     forces, so the fluid is the same bit for bit for every N);
+                     0 = all cores (default), 1 = the calling thread; 0..=1024
   --sort-every K     renumber the particles into the search's cell order every
                      K steps, so the passes read memory almost in order; 0 never
                      (default 50)

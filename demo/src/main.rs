@@ -2,7 +2,7 @@
 //! static spheres inside the unit box, on the CPU.
 //!
 //! Each step the pipe ([`Emitter`]) adds its due layers, then
-//! [`Fluid::par_step`] runs the seed paper's solver with the chosen neighbour
+//! [`Fluid::par_step_sorted`] runs the seed paper's solver with the chosen neighbour
 //! search on `--threads` workers ([`HostExec`]) and resolves the particles
 //! against the spheres. With `--pair-cache K > 0` the serial pair-form
 //! [`Fluid::step`] runs instead, with the pairs cached and the spheres found
@@ -106,7 +106,7 @@ type VecFluid = Fluid<Vec3, Vec<Vec3>, Vec<ParticleState<Vec3>>>;
 
 /// How the fluid is stepped.
 enum Stepper {
-    /// [`Fluid::par_step`] on an executor, with its workspace.
+    /// [`Fluid::par_step_sorted`] on an executor, with its workspace.
     Parallel {
         /// The executor (`--threads`).
         exec: HostExec,
@@ -167,7 +167,7 @@ impl Stepper {
                 };
                 let t = self.threads();
                 format!(
-                    "parallel gather step (Fluid::par_step) on {t} thread{} ({pool})",
+                    "parallel gather step (Fluid::par_step_sorted) on {t} thread{} ({pool})",
                     if t == 1 { "" } else { "s" }
                 )
             }
@@ -207,8 +207,14 @@ impl Stepper {
     ) -> Result<(), Error> {
         match self {
             Self::Parallel {
-                exec, search, work, ..
-            } => fluid.par_step(exec, search.as_mut(), solids, timer, work),
+                exec,
+                search,
+                work,
+                order,
+            } => {
+                order.resize(fluid.len(), 0);
+                fluid.par_step_sorted(exec, search.as_mut(), solids, timer, work, order)
+            }
             Self::Serial { search, uncached } => {
                 fluid.step(search.as_mut(), solids, timer)?;
                 if !search.is_cached() {

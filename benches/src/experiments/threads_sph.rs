@@ -9,15 +9,20 @@
 //! thread count then starts from that same snapshot.
 //!
 //! Rows:
-//! * `SPH step (par_step)`, spatium, each thread count: one
-//!   [`Fluid::par_step`](spatium::sph::Fluid::par_step) on
-//!   [`HostExec`] with a `CellSortedHash`. After each step the fluid is
-//!   renumbered in the hash's order (untimed, as the main job's cell-order
-//!   renumbering), so every step starts in cell order.
-//! * `SPH step (step, pair form)`, one thread: the serial
+//! * `SPH step (par_step_sorted)`, spatium, each thread count: one
+//!   [`Fluid::par_step_sorted`](spatium::sph::Fluid::par_step_sorted) on
+//!   [`HostExec`] with a `CellSortedHash`: the gather form, the particles
+//!   renumbered into the hash's order inside the step (timed) whenever a
+//!   build finds them out of it, so both leapfrog evaluations take the
+//!   hash's storage-order path.
+//! * `SPH step (par_step), renumbered between steps`, below [`LARGE_N`]
+//!   particles only: [`Fluid::par_step`](spatium::sph::Fluid::par_step),
+//!   ids kept during the step, the fluid renumbered in the hash's order
+//!   after each step (untimed, as the main job's cell-order renumbering).
+//! * `SPH step (step, pair form, serial)`, one thread: the serial
 //!   [`Fluid::step`](spatium::sph::Fluid::step) on the same snapshot, the
-//!   same renumbering: the reference the parallel step's one-thread figure
-//!   is compared with.
+//!   same untimed renumbering between steps: the reference the parallel
+//!   step's one-thread figure is compared with.
 //! * `neighbour lists`: splashsurf_lib's parallel spatial-hashing search
 //!   (`neighborhood_search_spatial_hashing_parallel`, rayon, run inside a
 //!   pool of each size) and spatium's `par_build` + `par_neighbor_lists` on
@@ -99,6 +104,19 @@ impl Rig {
             .expect("a permutation");
     }
 
+    fn par_step_sorted<E: Executor>(&mut self, exec: &E) {
+        self.fluid
+            .par_step_sorted(
+                exec,
+                &mut self.hash,
+                &mut (),
+                &mut (),
+                &mut self.work,
+                &mut self.order,
+            )
+            .unwrap_or_else(|e| panic!("par_step_sorted failed: {e}"));
+    }
+
     fn par_step<E: Executor>(&mut self, exec: &E) {
         self.fluid
             .par_step(exec, &mut self.hash, &mut (), &mut (), &mut self.work)
@@ -140,15 +158,24 @@ fn median_runs(
 }
 
 /// [`median_runs`] of `step(rig)`, the rig renumbered untimed after each
-/// step.
-fn median_steps(setup: &Setup, rig: &mut Rig, mut step: impl FnMut(&mut Rig)) -> (f64, usize) {
+/// step if `reorder`.
+fn median_steps(
+    setup: &Setup,
+    rig: &mut Rig,
+    reorder: bool,
+    mut step: impl FnMut(&mut Rig),
+) -> (f64, usize) {
     let n = rig.fluid.len();
     let rig = core::cell::RefCell::new(rig);
     median_runs(
         setup,
         n,
         || step(&mut rig.borrow_mut()),
-        || rig.borrow_mut().reorder(),
+        || {
+            if reorder {
+                rig.borrow_mut().reorder();
+            }
+        },
     )
 }
 
@@ -162,8 +189,7 @@ pub fn rows(setup: &Setup) -> Vec<ThreadRow> {
     let all = HostExec::new(0);
     let mut warm = Rig::new(dam_break(side));
     for _ in 0..WARM_STEPS {
-        warm.par_step(&all);
-        warm.reorder();
+        warm.par_step_sorted(&all);
     }
     drop(all);
     let snapshot = warm.fluid;
@@ -180,16 +206,33 @@ pub fn rows(setup: &Setup) -> Vec<ThreadRow> {
     for &t in &setup.threads {
         let exec = HostExec::new(t);
         let mut rig = Rig::new(snapshot.clone());
-        let m = median_steps(setup, &mut rig, |r| r.par_step(&exec));
-        eprintln!("  sph par_step, {n} particles, {t} threads: {:.2} ms", m.0);
-        rows.push(row("SPH step (par_step), cell order", "spatium", t, m));
+        let m = median_steps(setup, &mut rig, false, |r| r.par_step_sorted(&exec));
+        eprintln!(
+            "  sph par_step_sorted, {n} particles, {t} threads: {:.2} ms",
+            m.0
+        );
+        rows.push(row("SPH step (par_step_sorted)", "spatium", t, m));
+    }
+    if n < LARGE_N {
+        for &t in &setup.threads {
+            let exec = HostExec::new(t);
+            let mut rig = Rig::new(snapshot.clone());
+            let m = median_steps(setup, &mut rig, true, |r| r.par_step(&exec));
+            eprintln!("  sph par_step, {n} particles, {t} threads: {:.2} ms", m.0);
+            rows.push(row(
+                "SPH step (par_step), renumbered between steps",
+                "spatium",
+                t,
+                m,
+            ));
+        }
     }
     {
         let mut rig = Rig::new(snapshot.clone());
-        let m = median_steps(setup, &mut rig, Rig::step);
+        let m = median_steps(setup, &mut rig, true, Rig::step);
         eprintln!("  sph step (pair form), {n} particles: {:.2} ms", m.0);
         rows.push(row(
-            "SPH step (step, pair form, serial), cell order",
+            "SPH step (step, pair form, serial), renumbered between steps",
             "spatium",
             1,
             m,
