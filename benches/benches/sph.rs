@@ -25,9 +25,10 @@
 //! `sph-run10`.
 //!
 //! A third group, `sph-par/32768/THREADS`, times one
-//! [`Fluid::par_step`] (the gather form on `spatium_host::par::HostExec`
-//! with 1 and 2 threads, `CellSortedHash`, the fluid renumbered in the
-//! hash's order before the step), restoring the snapshot untimed before
+//! [`Fluid::par_step_sorted`] (the gather form on
+//! `spatium_host::par::HostExec` with 1 and 2 threads, `CellSortedHash`,
+//! the fluid renumbered in the hash's order before the step, untimed, and
+//! inside the step, timed), restoring the snapshot untimed before
 //! each step like the first group; its wall-clock time is what a parallel
 //! step is judged by (criterion measures wall time).
 //!
@@ -37,7 +38,7 @@
 //! time, min–max and the split of time by stage.
 //!
 //! [`Fluid::step`]: spatium::sph::Fluid::step
-//! [`Fluid::par_step`]: spatium::sph::Fluid::par_step
+//! [`Fluid::par_step_sorted`]: spatium::sph::Fluid::par_step_sorted
 
 use core::cell::OnceCell;
 use core::hint::black_box;
@@ -120,7 +121,7 @@ fn sph(c: &mut Criterion) {
     g.finish();
 }
 
-/// Times one [`spatium::sph::Fluid::par_step`] on `exec` per iteration,
+/// Times one [`spatium::sph::Fluid::par_step_sorted`] on `exec` per iteration,
 /// from the snapshot renumbered into the hash's cell order (untimed).
 fn time_par_step(b: &mut Bencher<'_>, scene: &SphScene, exec: &HostExec) {
     let n = scene.n();
@@ -140,8 +141,8 @@ fn time_par_step(b: &mut Bencher<'_>, scene: &SphScene, exec: &HostExec) {
                 .expect("a permutation");
             let t = Instant::now();
             fluid
-                .par_step(exec, &mut hash, &mut (), &mut (), &mut work)
-                .unwrap_or_else(|e| panic!("par_step refused the step: {e}"));
+                .par_step_sorted(exec, &mut hash, &mut (), &mut (), &mut work, &mut order)
+                .unwrap_or_else(|e| panic!("par_step_sorted refused the step: {e}"));
             timed += t.elapsed();
             black_box(fluid.positions());
         }
