@@ -49,7 +49,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use spatium::sph::boundary::{Obstacle, Obstacles};
+use spatium::sph::boundary::{Obstacle, Obstacles, SHARED_OBSTACLES};
 use spatium::sph::source::Emitter;
 use spatium::sph::{Fluid, GatherSlot, ParticleState, SphParams, StageTimer};
 use spatium::{Aabb3, Error, NeighborPair, NeighborSearch, PairCache, Vec3};
@@ -379,10 +379,20 @@ fn run(a: &Args, wall: Instant) -> Result<(), String> {
         }
         Stepper::Parallel { .. } => {
             say!(
-                "  gather workspace: {:.1} MB; spheres: every particle tests every sphere's box (the broad phase ({}) is the serial step's)",
+                "  gather workspace: {:.1} MB",
                 (a.particles * core::mem::size_of::<GatherSlot<Vec3>>()) as f64 / 1e6,
-                a.broadphase.name()
             );
+            if solids.len() > SHARED_OBSTACLES {
+                say!(
+                    "  broad phase ({}): {}; queried on the calling thread between parallel wall passes (more than {SHARED_OBSTACLES} spheres)",
+                    a.broadphase.name(),
+                    solids.broad_phase().describe()
+                );
+            } else {
+                say!(
+                    "  spheres: every worker tests every sphere's box ({SHARED_OBSTACLES} spheres or fewer; the broad phase is not used)"
+                );
+            }
         }
     }
 
