@@ -114,7 +114,7 @@ fn bits<P: Point>(f: &VecFluid<P>) -> Vec<u32> {
 }
 
 /// How the fluid is kept in order between and during steps.
-#[derive(Clone, Copy, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 enum Order {
     /// `par_step`, ids never change.
     Keep,
@@ -123,6 +123,10 @@ enum Order {
     Renumber,
     /// `par_step_sorted` (renumbering inside the step).
     Sorted,
+    /// `par_step_lists` with room for every list.
+    Lists,
+    /// `par_step_lists` with too little room: the gathers' fallback.
+    ListsTooSmall,
 }
 
 /// `steps` parallel steps on `exec`.
@@ -136,7 +140,26 @@ fn run<P: Point, E: Executor, N: NeighborSearch<P> + Sync>(
     let mut solids = solids_with::<P>(if how == Order::Renumber { 40 } else { 0 });
     let mut work = vec![GatherSlot::EMPTY; f.len()];
     let mut order = vec![0u32; f.len()];
+    let mut offsets = vec![0u32; f.len() + 1];
+    let room = if how == Order::Lists {
+        64 * f.len()
+    } else {
+        10
+    };
+    let mut indices = vec![0u32; room];
     for _ in 0..steps {
+        if matches!(how, Order::Lists | Order::ListsTooSmall) {
+            f.par_step_lists(
+                exec,
+                search,
+                &mut solids,
+                &mut (),
+                &mut work,
+                (&mut offsets, &mut indices),
+            )
+            .unwrap();
+            continue;
+        }
         if how == Order::Sorted {
             f.par_step_sorted(exec, search, &mut solids, &mut (), &mut work, &mut order)
                 .unwrap();
@@ -208,6 +231,20 @@ fn bit_identical_for_every_executor_3d() {
         Order::Sorted,
     );
     executors_agree::<Vec3, _>(
+        "3d sorted, par_step_lists",
+        || make::cell_sorted::<Vec3>(n, table),
+        24,
+        Integrator::Leapfrog,
+        Order::Lists,
+    );
+    executors_agree::<Vec3, _>(
+        "3d linked, par_step_lists falling back to gathers",
+        || make::linked::<Vec3>(n, table),
+        24,
+        Integrator::Leapfrog,
+        Order::ListsTooSmall,
+    );
+    executors_agree::<Vec3, _>(
         "3d linked, Euler",
         || make::linked::<Vec3>(n, table),
         24,
@@ -241,6 +278,13 @@ fn bit_identical_for_every_executor_2d() {
         120,
         Integrator::Leapfrog,
         Order::Sorted,
+    );
+    executors_agree::<Vec2, _>(
+        "2d linked, par_step_lists",
+        || make::linked::<Vec2>(n, table),
+        120,
+        Integrator::Leapfrog,
+        Order::Lists,
     );
     executors_agree::<Vec2, _>(
         "2d bucketed",
@@ -342,7 +386,7 @@ fn evaluation_matches_oracle_2d() {
 /// more spheres (past `SHARED_OBSTACLES`, the broad-phase path); with
 /// `sorted`, `par_step_sorted`, whose particles are matched to the
 /// reference's by their start positions (it renumbers them).
-fn replays_the_pair_step<P: Point>(side: usize, extra: usize, sorted: bool) {
+fn replays_the_pair_step<P: Point>(side: usize, extra: usize, how: Order) {
     let mut reference = block::<P>(side, Integrator::Leapfrog);
     let n = reference.len();
     let mut brute = BruteForceNeighbors::new(vec![P::ZERO; n]);
@@ -351,6 +395,8 @@ fn replays_the_pair_step<P: Point>(side: usize, extra: usize, sorted: bool) {
     let mut search = make::cell_sorted::<P>(n, table_len(n, 2));
     let mut work = vec![GatherSlot::EMPTY; n];
     let mut order = vec![0u32; n];
+    let mut offsets = vec![0u32; n + 1];
+    let mut indices = vec![0u32; 64 * n];
     let key = |p: P| {
         (0..P::DIM)
             .map(|k| p.coord(k).to_bits())
@@ -364,7 +410,17 @@ fn replays_the_pair_step<P: Point>(side: usize, extra: usize, sorted: bool) {
         reference
             .step(&mut brute, &mut serial_solids, &mut ())
             .unwrap();
-        if sorted {
+        if how == Order::Lists {
+            g.par_step_lists(
+                &exec,
+                &mut search,
+                &mut shared_solids,
+                &mut (),
+                &mut work,
+                (&mut offsets, &mut indices),
+            )
+            .unwrap();
+        } else if how == Order::Sorted {
             g.par_step_sorted(
                 &exec,
                 &mut search,
@@ -397,21 +453,27 @@ fn replays_the_pair_step<P: Point>(side: usize, extra: usize, sorted: bool) {
     }
     assert!(worst <= 5e-5, "largest deviation {worst}");
     // par_step keeps the ids; par_step_sorted renumbers.
-    assert_eq!(moved == 0, !sorted, "{moved} particles renumbered");
+    assert_eq!(
+        moved == 0,
+        how == Order::Keep,
+        "{moved} particles renumbered"
+    );
 }
 
 #[test]
 fn replays_the_pair_step_3d() {
-    replays_the_pair_step::<Vec3>(12, 0, false);
-    replays_the_pair_step::<Vec3>(12, 40, false);
-    replays_the_pair_step::<Vec3>(12, 40, true);
+    replays_the_pair_step::<Vec3>(12, 0, Order::Keep);
+    replays_the_pair_step::<Vec3>(12, 40, Order::Keep);
+    replays_the_pair_step::<Vec3>(12, 40, Order::Sorted);
+    replays_the_pair_step::<Vec3>(12, 0, Order::Lists);
 }
 
 #[test]
 fn replays_the_pair_step_2d() {
-    replays_the_pair_step::<Vec2>(40, 0, false);
-    replays_the_pair_step::<Vec2>(40, 40, false);
-    replays_the_pair_step::<Vec2>(40, 0, true);
+    replays_the_pair_step::<Vec2>(40, 0, Order::Keep);
+    replays_the_pair_step::<Vec2>(40, 40, Order::Keep);
+    replays_the_pair_step::<Vec2>(40, 0, Order::Sorted);
+    replays_the_pair_step::<Vec2>(40, 40, Order::Lists);
 }
 
 /// A search that reports, besides the true neighbours, an id past the
@@ -561,6 +623,23 @@ fn failures_match_the_pair_step_and_restore_the_particles() {
         Err(Error::BufferTooSmall {
             needed: n,
             available: n - 2
+        })
+    );
+    assert_eq!(bits(&g), bits(&f));
+    let mut offsets = vec![0u32; n];
+    let mut indices = vec![0u32; 64 * n];
+    assert_eq!(
+        g.par_step_lists(
+            &Serial,
+            &mut make::cell_sorted::<Vec3>(n, table),
+            &mut (),
+            &mut (),
+            &mut work,
+            (&mut offsets, &mut indices)
+        ),
+        Err(Error::BufferTooSmall {
+            needed: n + 1,
+            available: n
         })
     );
     assert_eq!(bits(&g), bits(&f));
