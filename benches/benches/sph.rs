@@ -25,10 +25,11 @@
 //! `sph-run10`.
 //!
 //! A third group, `sph-par/32768/THREADS`, times one
-//! [`Fluid::par_step_sorted`] (the gather form on
+//! [`Fluid::par_step_lists`] (the gather form on
 //! `spatium_host::par::HostExec` with 1 and 2 threads, `CellSortedHash`,
-//! the fluid renumbered in the hash's order before the step, untimed, and
-//! inside the step, timed), restoring the snapshot untimed before
+//! 48 neighbour-list slots per particle, the fluid renumbered in the hash's
+//! order before the step, untimed, and inside the step, timed), restoring
+//! the snapshot untimed before
 //! each step like the first group; its wall-clock time is what a parallel
 //! step is judged by (criterion measures wall time).
 //!
@@ -38,7 +39,7 @@
 //! time, min–max and the split of time by stage.
 //!
 //! [`Fluid::step`]: spatium::sph::Fluid::step
-//! [`Fluid::par_step_sorted`]: spatium::sph::Fluid::par_step_sorted
+//! [`Fluid::par_step_lists`]: spatium::sph::Fluid::par_step_lists
 
 use core::cell::OnceCell;
 use core::hint::black_box;
@@ -121,13 +122,15 @@ fn sph(c: &mut Criterion) {
     g.finish();
 }
 
-/// Times one [`spatium::sph::Fluid::par_step_sorted`] on `exec` per iteration,
+/// Times one [`spatium::sph::Fluid::par_step_lists`] on `exec` per iteration,
 /// from the snapshot renumbered into the hash's cell order (untimed).
 fn time_par_step(b: &mut Bencher<'_>, scene: &SphScene, exec: &HostExec) {
     let n = scene.n();
     let mut hash = make::cell_sorted(n, table_len(n, TABLE_FACTOR));
     let mut work = vec![GatherSlot::EMPTY; n];
     let mut order = vec![0u32; n];
+    let mut offsets = vec![0u32; n + 1];
+    let mut indices = vec![0u32; 48 * n];
     let mut fluid = scene.fluid().expect("the snapshot fits its own size");
     b.iter_custom(|iters| {
         let mut timed = Duration::ZERO;
@@ -141,8 +144,15 @@ fn time_par_step(b: &mut Bencher<'_>, scene: &SphScene, exec: &HostExec) {
                 .expect("a permutation");
             let t = Instant::now();
             fluid
-                .par_step_sorted(exec, &mut hash, &mut (), &mut (), &mut work, &mut order)
-                .unwrap_or_else(|e| panic!("par_step_sorted refused the step: {e}"));
+                .par_step_lists(
+                    exec,
+                    &mut hash,
+                    &mut (),
+                    &mut (),
+                    &mut work,
+                    (&mut offsets, &mut indices),
+                )
+                .unwrap_or_else(|e| panic!("par_step_lists refused the step: {e}"));
             timed += t.elapsed();
             black_box(fluid.positions());
         }

@@ -19,7 +19,7 @@ usage: spatium-demo [FLAGS]
   --out DIR          output directory (default target/spatium-demo)
   --seed N           seed of the sphere placement (default 2009)
   --threads N        worker threads of the parallel step
-                     (Fluid::par_step_sorted: each particle gathers its own
+                     (Fluid::par_step_lists: each particle gathers its own
                      forces, so the fluid is the same bit for bit for every N);
                      0 = all cores (default), 1 = the calling thread; 0..=1024
   --sort-every K     renumber the particles into the search's cell order every

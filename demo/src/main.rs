@@ -2,7 +2,7 @@
 //! static spheres inside the unit box, on the CPU.
 //!
 //! Each step the pipe ([`Emitter`]) adds its due layers, then
-//! [`Fluid::par_step_sorted`] runs the seed paper's solver with the chosen neighbour
+//! [`Fluid::par_step_lists`] runs the seed paper's solver with the chosen neighbour
 //! search on `--threads` workers ([`HostExec`]) and resolves the particles
 //! against the spheres. With `--pair-cache K > 0` the serial pair-form
 //! [`Fluid::step`] runs instead, with the pairs cached and the spheres found
@@ -104,9 +104,14 @@ type Solids = Obstacles<Vec3, Broad, Vec<Obstacle<Vec3>>>;
 /// The fluid over `Vec`s.
 type VecFluid = Fluid<Vec3, Vec<Vec3>, Vec<ParticleState<Vec3>>>;
 
+/// Neighbour-list slots per particle of the parallel step (a fluid at rest
+/// with `h = 2·spacing` has about 26 neighbours per particle; an evaluation
+/// whose lists overflow gathers through the search instead).
+const LIST_ROOM: usize = 48;
+
 /// How the fluid is stepped.
 enum Stepper {
-    /// [`Fluid::par_step_sorted`] on an executor, with its workspace.
+    /// [`Fluid::par_step_lists`] on an executor, with its workspace.
     Parallel {
         /// The executor (`--threads`).
         exec: HostExec,
@@ -116,6 +121,10 @@ enum Stepper {
         work: Vec<GatherSlot<Vec3>>,
         /// The search's order, for renumbering.
         order: Vec<u32>,
+        /// Neighbour-list offsets (one per particle, plus one).
+        offsets: Vec<u32>,
+        /// Neighbour lists ([`LIST_ROOM`] slots per particle).
+        indices: Vec<u32>,
     },
     /// [`Fluid::step`] on the calling thread behind a pair cache.
     Serial {
@@ -144,6 +153,8 @@ impl Stepper {
                 search: Box::new(search),
                 work: vec![GatherSlot::EMPTY; a.particles],
                 order: vec![0; a.particles],
+                offsets: vec![0; a.particles + 1],
+                indices: vec![0; LIST_ROOM * a.particles],
             }
         }
     }
@@ -167,7 +178,7 @@ impl Stepper {
                 };
                 let t = self.threads();
                 format!(
-                    "parallel gather step (Fluid::par_step_sorted) on {t} thread{} ({pool})",
+                    "parallel gather step (Fluid::par_step_lists) on {t} thread{} ({pool})",
                     if t == 1 { "" } else { "s" }
                 )
             }
@@ -210,11 +221,17 @@ impl Stepper {
                 exec,
                 search,
                 work,
-                order,
-            } => {
-                order.resize(fluid.len(), 0);
-                fluid.par_step_sorted(exec, search.as_mut(), solids, timer, work, order)
-            }
+                offsets,
+                indices,
+                ..
+            } => fluid.par_step_lists(
+                exec,
+                search.as_mut(),
+                solids,
+                timer,
+                work,
+                (offsets, indices),
+            ),
             Self::Serial { search, uncached } => {
                 fluid.step(search.as_mut(), solids, timer)?;
                 if !search.is_cached() {
@@ -379,8 +396,9 @@ fn run(a: &Args, wall: Instant) -> Result<(), String> {
         }
         Stepper::Parallel { .. } => {
             say!(
-                "  gather workspace: {:.1} MB",
+                "  gather workspace: {:.1} MB, neighbour lists: {LIST_ROOM} per particle ({:.1} MB)",
                 (a.particles * core::mem::size_of::<GatherSlot<Vec3>>()) as f64 / 1e6,
+                (LIST_ROOM * a.particles * 4) as f64 / 1e6,
             );
             if solids.len() > SHARED_OBSTACLES {
                 say!(

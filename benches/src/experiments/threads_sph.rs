@@ -9,6 +9,11 @@
 //! thread count then starts from that same snapshot.
 //!
 //! Rows:
+//! * `SPH step (par_step_lists)`, spatium, each thread count: one
+//!   [`Fluid::par_step_lists`](spatium::sph::Fluid::par_step_lists): as
+//!   `par_step_sorted` below, with each particle's neighbours listed once
+//!   per force evaluation ([`LIST_ROOM`] slots per particle) and the three
+//!   gathers reading the lists.
 //! * `SPH step (par_step_sorted)`, spatium, each thread count: one
 //!   [`Fluid::par_step_sorted`](spatium::sph::Fluid::par_step_sorted) on
 //!   [`HostExec`] with a `CellSortedHash`: the gather form, the particles
@@ -57,6 +62,11 @@ pub const QUICK_N: usize = 1 << 15;
 /// after one warm-up (a 10⁶-particle step takes seconds on one thread).
 pub const LARGE_N: usize = 500_000;
 
+/// Neighbour-list slots per particle for `par_step_lists` (a block at rest
+/// has about 30 neighbours per particle with `h = 2·spacing`; the dam
+/// break compresses it a little).
+pub const LIST_ROOM: usize = 48;
+
 /// Parallel steps run (on every core) before the snapshot.
 pub const WARM_STEPS: usize = 4;
 
@@ -81,6 +91,8 @@ struct Rig {
     hash: VecCellSorted<Vec3>,
     work: Vec<GatherSlot<Vec3>>,
     order: Vec<u32>,
+    offsets: Vec<u32>,
+    indices: Vec<u32>,
 }
 
 impl Rig {
@@ -91,6 +103,8 @@ impl Rig {
             hash: make::cell_sorted(n, table_len(n, TABLE_FACTOR)),
             work: vec![GatherSlot::EMPTY; n],
             order: vec![0; n],
+            offsets: vec![0; n + 1],
+            indices: vec![0; LIST_ROOM * n],
         }
     }
 
@@ -102,6 +116,19 @@ impl Rig {
         self.fluid
             .renumber(self.order.iter().copied())
             .expect("a permutation");
+    }
+
+    fn par_step_lists<E: Executor>(&mut self, exec: &E) {
+        self.fluid
+            .par_step_lists(
+                exec,
+                &mut self.hash,
+                &mut (),
+                &mut (),
+                &mut self.work,
+                (&mut self.offsets, &mut self.indices),
+            )
+            .unwrap_or_else(|e| panic!("par_step_lists failed: {e}"));
     }
 
     fn par_step_sorted<E: Executor>(&mut self, exec: &E) {
@@ -203,6 +230,16 @@ pub fn rows(setup: &Setup) -> Vec<ThreadRow> {
         runs,
     };
 
+    for &t in &setup.threads {
+        let exec = HostExec::new(t);
+        let mut rig = Rig::new(snapshot.clone());
+        let m = median_steps(setup, &mut rig, false, |r| r.par_step_lists(&exec));
+        eprintln!(
+            "  sph par_step_lists, {n} particles, {t} threads: {:.2} ms",
+            m.0
+        );
+        rows.push(row("SPH step (par_step_lists)", "spatium", t, m));
+    }
     for &t in &setup.threads {
         let exec = HostExec::new(t);
         let mut rig = Rig::new(snapshot.clone());
