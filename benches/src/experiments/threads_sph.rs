@@ -14,7 +14,8 @@
 //!   `par_step_sorted` below, with each particle's neighbours listed once
 //!   per force evaluation ([`LIST_ROOM`] slots per particle) and the three
 //!   gathers reading the lists.
-//! * `SPH step (par_step_sorted)`, spatium, each thread count: one
+//! * `SPH step (par_step_sorted)`, below [`LARGE_N`] particles only,
+//!   spatium, each thread count: one
 //!   [`Fluid::par_step_sorted`](spatium::sph::Fluid::par_step_sorted) on
 //!   [`HostExec`] with a `CellSortedHash`: the gather form, the particles
 //!   renumbered into the hash's order inside the step (timed) whenever a
@@ -240,17 +241,17 @@ pub fn rows(setup: &Setup) -> Vec<ThreadRow> {
         );
         rows.push(row("SPH step (par_step_lists)", "spatium", t, m));
     }
-    for &t in &setup.threads {
-        let exec = HostExec::new(t);
-        let mut rig = Rig::new(snapshot.clone());
-        let m = median_steps(setup, &mut rig, false, |r| r.par_step_sorted(&exec));
-        eprintln!(
-            "  sph par_step_sorted, {n} particles, {t} threads: {:.2} ms",
-            m.0
-        );
-        rows.push(row("SPH step (par_step_sorted)", "spatium", t, m));
-    }
     if n < LARGE_N {
+        for &t in &setup.threads {
+            let exec = HostExec::new(t);
+            let mut rig = Rig::new(snapshot.clone());
+            let m = median_steps(setup, &mut rig, false, |r| r.par_step_sorted(&exec));
+            eprintln!(
+                "  sph par_step_sorted, {n} particles, {t} threads: {:.2} ms",
+                m.0
+            );
+            rows.push(row("SPH step (par_step_sorted)", "spatium", t, m));
+        }
         for &t in &setup.threads {
             let exec = HostExec::new(t);
             let mut rig = Rig::new(snapshot.clone());
