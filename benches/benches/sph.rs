@@ -24,12 +24,22 @@
 //! what the previous iteration left, which flatters it: compare them in
 //! `sph-run10`.
 //!
+//! A third group, `sph-par/32768/THREADS`, times one
+//! [`Fluid::par_step_lists`] (the gather form on
+//! `spatium_host::par::HostExec` with 1 and 2 threads, `CellSortedHash`,
+//! 48 neighbour-list slots per particle, the fluid renumbered in the hash's
+//! order before the step, untimed, and inside the step, timed), restoring
+//! the snapshot untimed before
+//! each step like the first group; its wall-clock time is what a parallel
+//! step is judged by (criterion measures wall time).
+//!
 //! Samples are few and short (10 samples, flat sampling, 2–3 s each), so the
 //! whole run takes about a minute after compilation. The report binary
 //! (`cargo run --release -p spatium-benches --bin report -- sph`) adds CPU
 //! time, min–max and the split of time by stage.
 //!
 //! [`Fluid::step`]: spatium::sph::Fluid::step
+//! [`Fluid::par_step_lists`]: spatium::sph::Fluid::par_step_lists
 
 use core::cell::OnceCell;
 use core::hint::black_box;
@@ -37,7 +47,13 @@ use core::time::Duration;
 use std::time::Instant;
 
 use criterion::{Bencher, Criterion, SamplingMode, criterion_group, criterion_main};
+use spatium::NeighborSearch;
+use spatium::sph::GatherSlot;
+use spatium::table::table_len;
+use spatium_benches::TABLE_FACTOR;
 use spatium_benches::sph_scene::{SPH_SIDE, SPH_SMALL_SIDE, Search, SphScene, Structure};
+use spatium_host::make;
+use spatium_host::par::HostExec;
 
 fn sph(c: &mut Criterion) {
     for side in [SPH_SIDE, SPH_SMALL_SIDE] {
@@ -88,6 +104,60 @@ fn sph(c: &mut Criterion) {
         });
     }
     g.finish();
+
+    // The parallel step at 1 and 2 threads.
+    let mut g = c.benchmark_group(format!("sph-par/{n}"));
+    g.sample_size(10)
+        .sampling_mode(SamplingMode::Flat)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(3));
+    for threads in [1usize, 2] {
+        g.bench_function(format!("{threads}-threads"), |b| {
+            let scene = scene.get_or_init(|| {
+                SphScene::new(SPH_SIDE).unwrap_or_else(|e| panic!("the {n}-particle scene: {e}"))
+            });
+            time_par_step(b, scene, &HostExec::new(threads));
+        });
+    }
+    g.finish();
+}
+
+/// Times one [`spatium::sph::Fluid::par_step_lists`] on `exec` per iteration,
+/// from the snapshot renumbered into the hash's cell order (untimed).
+fn time_par_step(b: &mut Bencher<'_>, scene: &SphScene, exec: &HostExec) {
+    let n = scene.n();
+    let mut hash = make::cell_sorted(n, table_len(n, TABLE_FACTOR));
+    let mut work = vec![GatherSlot::EMPTY; n];
+    let mut order = vec![0u32; n];
+    let mut offsets = vec![0u32; n + 1];
+    let mut indices = vec![0u32; 48 * n];
+    let mut fluid = scene.fluid().expect("the snapshot fits its own size");
+    b.iter_custom(|iters| {
+        let mut timed = Duration::ZERO;
+        for _ in 0..iters {
+            scene.restore(&mut fluid).expect("same size");
+            hash.build(fluid.positions(), fluid.params().h)
+                .expect("the hash fits");
+            hash.spatial_order(&mut order).expect("sized for n");
+            fluid
+                .renumber(order.iter().copied())
+                .expect("a permutation");
+            let t = Instant::now();
+            fluid
+                .par_step_lists(
+                    exec,
+                    &mut hash,
+                    &mut (),
+                    &mut (),
+                    &mut work,
+                    (&mut offsets, &mut indices),
+                )
+                .unwrap_or_else(|e| panic!("par_step_lists refused the step: {e}"));
+            timed += t.elapsed();
+            black_box(fluid.positions());
+        }
+        timed
+    });
 }
 
 /// Times `steps` consecutive steps of `structure` per iteration, each

@@ -18,12 +18,18 @@ usage: spatium-demo [FLAGS]
   --images K         PNG frames written over the run, 0..=10000 (default 8)
   --out DIR          output directory (default target/spatium-demo)
   --seed N           seed of the sphere placement (default 2009)
-  --sort-every K     renumber the particles into cell order every K steps, so
-                     the pair passes read memory almost in order; 0 never
+  --threads N        worker threads of the parallel step
+                     (Fluid::par_step_lists: each particle gathers its own
+                     forces, so the fluid is the same bit for bit for every N);
+                     0 = all cores (default), 1 = the calling thread; 0..=1024
+  --sort-every K     renumber the particles into the search's cell order every
+                     K steps, so the passes read memory almost in order; 0 never
                      (default 50)
-  --pair-cache K     neighbour pairs cached per particle (spatium::PairCache), so
-                     the search runs once per force evaluation instead of three
-                     times; 0..=256, 0 turns the cache off (default 32)
+  --pair-cache K     run the serial pair-form step (Fluid::step) instead, on one
+                     thread, with K neighbour pairs cached per particle
+                     (spatium::PairCache: the search runs once per force
+                     evaluation instead of three times), ignoring --threads;
+                     0..=256; 0 (default) runs the parallel step
   -h, --help         print this text";
 
 pub use spatium_host::runtime::{BroadKind, Named, SearchKind};
@@ -61,6 +67,8 @@ pub struct Args {
     pub pair_cache: usize,
     /// Steps between cell-order renumberings (0: never).
     pub sort_every: usize,
+    /// Threads of the parallel step (0: all cores).
+    pub threads: usize,
 }
 
 impl Default for Args {
@@ -76,8 +84,9 @@ impl Default for Args {
             images: 8,
             out: PathBuf::from("target/spatium-demo"),
             seed: 2009,
-            pair_cache: 32,
+            pair_cache: 0,
             sort_every: 50,
+            threads: 0,
         }
     }
 }
@@ -99,6 +108,8 @@ const MAX_STEPS: usize = 10_000_000;
 const MAX_SPHERES: usize = 100_000;
 /// Most frames accepted.
 const MAX_IMAGES: usize = 10_000;
+/// Most threads accepted.
+const MAX_THREADS: usize = 1024;
 /// Largest time step accepted.
 const MAX_DT: f32 = 0.01;
 /// Smallest particle spacing accepted.
@@ -163,6 +174,7 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Command, String>
             "--seed",
             "--pair-cache",
             "--sort-every",
+            "--threads",
         ];
         if !known.contains(&flag.as_str()) {
             return Err(format!("unknown flag {flag:?}"));
@@ -185,6 +197,7 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Command, String>
             "--seed" => a.seed = integer(f, v, 0, u64::MAX)?,
             "--pair-cache" => a.pair_cache = integer(f, v, 0, 256)?,
             "--sort-every" => a.sort_every = integer(f, v, 0, MAX_STEPS)?,
+            "--threads" => a.threads = integer(f, v, 0, MAX_THREADS)?,
             _ => {
                 if v.is_empty() {
                     return Err(format!("{f} needs a non-empty value"));
@@ -250,6 +263,9 @@ mod tests {
             "x/y",
             "--seed",
             "99",
+            "--threads",
+            "3",
+            "--pair-cache=16",
         ]);
         assert_eq!(a.particles, 500);
         assert_eq!(a.steps, 7);
@@ -261,6 +277,8 @@ mod tests {
         assert_eq!(a.images, 0);
         assert_eq!(a.out, PathBuf::from("x/y"));
         assert_eq!(a.seed, 99);
+        assert_eq!(a.threads, 3);
+        assert_eq!(a.pair_cache, 16);
     }
 
     #[test]
@@ -283,7 +301,7 @@ mod tests {
 
     #[test]
     fn bad_flags_are_one_line_errors() {
-        let cases: [(&[&str], &str); 12] = [
+        let cases: [(&[&str], &str); 13] = [
             (&["--frobnicate"], "unknown flag \"--frobnicate\""),
             (&["extra"], "unknown flag \"extra\""),
             (&["--steps"], "--steps needs a value"),
@@ -305,6 +323,10 @@ mod tests {
             ),
             (&["--broadphase", "sorted"], "expected one of hhg, kdtree"),
             (&["--out="], "--out needs a non-empty value"),
+            (
+                &["--threads", "2000"],
+                "--threads: 2000 is outside 0..=1024",
+            ),
         ];
         for (argv, want) in cases {
             let e = error(argv);

@@ -2,12 +2,16 @@
 //! static spheres inside the unit box, on the CPU.
 //!
 //! Each step the pipe ([`Emitter`]) adds its due layers, then
-//! [`Fluid::step`] runs the seed paper's solver with the chosen neighbour
-//! search and resolves the particles against the spheres found through the
-//! chosen broad phase. A [`timing::Timer`] clocks every stage; the run ends
-//! with a per-stage table, PNG frames coloured by density, and the timings
-//! as CSV and as an SVG plot. Everything is seeded and single-threaded, so
-//! two runs with the same flags compute the same fluid bit for bit.
+//! [`Fluid::par_step_lists`] runs the seed paper's solver with the chosen neighbour
+//! search on `--threads` workers ([`HostExec`]) and resolves the particles
+//! against the spheres. With `--pair-cache K > 0` the serial pair-form
+//! [`Fluid::step`] runs instead, with the pairs cached and the spheres found
+//! through the chosen broad phase. A [`timing::Timer`] clocks every stage;
+//! the run ends with a per-stage table, PNG frames coloured by density, and
+//! the timings as CSV and as an SVG plot. Everything is seeded and the
+//! parallel step's result does not depend on the number of threads, so two
+//! runs with the same flags (any `--threads`) compute the same fluid bit for
+//! bit.
 
 /// `println!` that ignores a closed stdout (`spatium-demo | head`) instead
 /// of panicking.
@@ -45,15 +49,16 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use spatium::sph::boundary::{Obstacle, Obstacles};
+use spatium::sph::boundary::{Obstacle, Obstacles, SHARED_OBSTACLES};
 use spatium::sph::source::Emitter;
-use spatium::sph::{Fluid, ParticleState, SphParams};
-use spatium::{Aabb3, Error, NeighborPair, PairCache, Vec3};
+use spatium::sph::{Fluid, GatherSlot, ParticleState, SphParams, StageTimer};
+use spatium::{Aabb3, Error, NeighborPair, NeighborSearch, PairCache, Vec3};
 
 use args::Named;
 use args::{Args, Command, USAGE};
 use render::DensityScale;
-use spatium_host::runtime::{AnyBroad, AnySearch};
+use spatium_host::par::HostExec;
+use spatium_host::runtime::{AnyBroad, AnySearch, SearchKind};
 
 /// The obstacles' broad phase, chosen by flag.
 type Broad = AnyBroad<Aabb3>;
@@ -98,6 +103,145 @@ type Solids = Obstacles<Vec3, Broad, Vec<Obstacle<Vec3>>>;
 
 /// The fluid over `Vec`s.
 type VecFluid = Fluid<Vec3, Vec<Vec3>, Vec<ParticleState<Vec3>>>;
+
+/// Neighbour-list slots per particle of the parallel step (a fluid at rest
+/// with `h = 2·spacing` has about 26 neighbours per particle; an evaluation
+/// whose lists overflow gathers through the search instead).
+const LIST_ROOM: usize = 48;
+
+/// How the fluid is stepped.
+enum Stepper {
+    /// [`Fluid::par_step_lists`] on an executor, with its workspace.
+    Parallel {
+        /// The executor (`--threads`).
+        exec: HostExec,
+        /// The neighbour search.
+        search: Box<Search>,
+        /// One gather slot per particle.
+        work: Vec<GatherSlot<Vec3>>,
+        /// The search's order, for renumbering.
+        order: Vec<u32>,
+        /// Neighbour-list offsets (one per particle, plus one).
+        offsets: Vec<u32>,
+        /// Neighbour lists ([`LIST_ROOM`] slots per particle).
+        indices: Vec<u32>,
+    },
+    /// [`Fluid::step`] on the calling thread behind a pair cache.
+    Serial {
+        /// The search behind its cache.
+        search: Box<PairCache<Search, Vec<NeighborPair>>>,
+        /// Steps whose pairs overflowed the cache.
+        uncached: usize,
+    },
+}
+
+impl Stepper {
+    /// The stepper the flags ask for.
+    fn new(a: &Args) -> Self {
+        let search = Search::new(a.structure, a.particles);
+        if a.pair_cache > 0 {
+            Self::Serial {
+                search: Box::new(PairCache::new(
+                    search,
+                    vec![NeighborPair::EMPTY; a.pair_cache * a.particles],
+                )),
+                uncached: 0,
+            }
+        } else {
+            Self::Parallel {
+                exec: HostExec::new(a.threads),
+                search: Box::new(search),
+                work: vec![GatherSlot::EMPTY; a.particles],
+                order: vec![0; a.particles],
+                offsets: vec![0; a.particles + 1],
+                indices: vec![0; LIST_ROOM * a.particles],
+            }
+        }
+    }
+
+    /// Threads the step runs on.
+    fn threads(&self) -> usize {
+        match self {
+            Self::Parallel { exec, .. } => spatium::exec::Executor::workers(exec),
+            Self::Serial { .. } => 1,
+        }
+    }
+
+    /// The step's form and threads, for the report.
+    fn describe(&self) -> String {
+        match self {
+            Self::Parallel { exec, .. } => {
+                let pool = match exec {
+                    HostExec::Serial => "the calling thread",
+                    HostExec::Threads(_) => "scoped threads",
+                    _ => "a rayon pool",
+                };
+                let t = self.threads();
+                format!(
+                    "parallel gather step (Fluid::par_step_lists) on {t} thread{} ({pool})",
+                    if t == 1 { "" } else { "s" }
+                )
+            }
+            Self::Serial { .. } => {
+                "serial pair step (Fluid::step) with a pair cache, 1 thread".to_string()
+            }
+        }
+    }
+
+    /// Renumbers the particles into the search's cell order (the sorted
+    /// hash's own order for the parallel step, whose next build then copies;
+    /// Morton order of the cells otherwise). Particles the pipe added since
+    /// the last build keep their place after the others.
+    fn reorder(&mut self, fluid: &mut VecFluid, kind: SearchKind) -> Result<(), Error> {
+        match self {
+            Self::Parallel { search, order, .. }
+                if kind == SearchKind::Sorted && search.len() <= fluid.len() =>
+            {
+                let (m, n) = (search.len(), fluid.len());
+                order.resize(n, 0);
+                search.spatial_order(&mut order[..m])?;
+                for (k, o) in order[m..].iter_mut().enumerate() {
+                    *o = (m + k) as u32;
+                }
+                fluid.renumber(order.iter().copied())
+            }
+            _ => fluid.sort_by_cell(),
+        }
+    }
+
+    /// One step of `fluid` against `solids`.
+    fn step<T: StageTimer>(
+        &mut self,
+        fluid: &mut VecFluid,
+        solids: &mut Solids,
+        timer: &mut T,
+    ) -> Result<(), Error> {
+        match self {
+            Self::Parallel {
+                exec,
+                search,
+                work,
+                offsets,
+                indices,
+                ..
+            } => fluid.par_step_lists(
+                exec,
+                search.as_mut(),
+                solids,
+                timer,
+                work,
+                (offsets, indices),
+            ),
+            Self::Serial { search, uncached } => {
+                fluid.step(search.as_mut(), solids, timer)?;
+                if !search.is_cached() {
+                    *uncached += 1;
+                }
+                Ok(())
+            }
+        }
+    }
+}
 
 /// Builds the spheres and their broad phase.
 fn solids(a: &Args, params: &SphParams<Vec3>) -> Result<Solids, String> {
@@ -184,11 +328,7 @@ fn run(a: &Args, wall: Instant) -> Result<(), String> {
     let params = scene::params(a.spacing, a.dt)?;
     let mut solids = solids(a, &params)?;
     let mut emitter: Emitter<Vec3> = scene::pipe(a.spacing, a.particles)?;
-    let mut search = PairCache::new(
-        Search::new(a.structure, a.particles),
-        vec![NeighborPair::EMPTY; a.pair_cache * a.particles],
-    );
-    let mut uncached_steps = 0usize;
+    let mut stepper = Stepper::new(a);
     let mut fluid: VecFluid = Fluid::new(
         vec![Vec3::ZERO; a.particles],
         vec![ParticleState::EMPTY; a.particles],
@@ -201,9 +341,12 @@ fn run(a: &Args, wall: Instant) -> Result<(), String> {
     };
 
     say!(
-        "spatium demo: SPH fluid pouring onto {} static spheres in the unit box (CPU, one thread)",
-        solids.len()
+        "spatium demo: SPH fluid pouring onto {} static spheres in the unit box (CPU, {} thread{})",
+        solids.len(),
+        stepper.threads(),
+        if stepper.threads() == 1 { "" } else { "s" }
     );
+    say!("  step: {}", stepper.describe());
     say!(
         "  fluid: up to {} particles, spacing {}, h {}, mass {:.3e}, rest density {}, dt {}, {} steps ({:.2} s simulated)",
         a.particles,
@@ -237,18 +380,39 @@ fn run(a: &Args, wall: Instant) -> Result<(), String> {
         a.structure.name(),
         Search::describe(a.structure, a.particles)
     );
-    say!(
-        "  pair cache: {} pairs ({} per particle, {:.1} MB){}",
-        a.pair_cache * a.particles,
-        a.pair_cache,
-        (search.capacity() * core::mem::size_of::<spatium::NeighborPair>()) as f64 / 1e6,
-        if a.pair_cache == 0 { ", off" } else { "" }
-    );
-    say!(
-        "  broad phase ({}): {}",
-        a.broadphase.name(),
-        solids.broad_phase().describe()
-    );
+    match &stepper {
+        Stepper::Serial { search, .. } => {
+            say!(
+                "  pair cache: {} pairs ({} per particle, {:.1} MB)",
+                a.pair_cache * a.particles,
+                a.pair_cache,
+                (search.capacity() * core::mem::size_of::<NeighborPair>()) as f64 / 1e6,
+            );
+            say!(
+                "  broad phase ({}): {}",
+                a.broadphase.name(),
+                solids.broad_phase().describe()
+            );
+        }
+        Stepper::Parallel { .. } => {
+            say!(
+                "  gather workspace: {:.1} MB, neighbour lists: {LIST_ROOM} per particle ({:.1} MB)",
+                (a.particles * core::mem::size_of::<GatherSlot<Vec3>>()) as f64 / 1e6,
+                (LIST_ROOM * a.particles * 4) as f64 / 1e6,
+            );
+            if solids.len() > SHARED_OBSTACLES {
+                say!(
+                    "  broad phase ({}): {}; queried on the calling thread between parallel wall passes (more than {SHARED_OBSTACLES} spheres)",
+                    a.broadphase.name(),
+                    solids.broad_phase().describe()
+                );
+            } else {
+                say!(
+                    "  spheres: every worker tests every sphere's box ({SHARED_OBSTACLES} spheres or fewer; the broad phase is not used)"
+                );
+            }
+        }
+    }
 
     let frames = frame_steps(a.steps, a.images);
     let mut frame_paths: Vec<PathBuf> = Vec::with_capacity(frames.len());
@@ -265,13 +429,13 @@ fn run(a: &Args, wall: Instant) -> Result<(), String> {
         let particles = fluid.len();
         let t = Instant::now();
         if a.sort_every > 0 && step % a.sort_every == 0 {
-            fluid
-                .sort_by_cell()
+            stepper
+                .reorder(&mut fluid, a.structure)
                 .map_err(|e| format!("sorting at step {step}: {e}"))?;
         }
         let sort = t.elapsed().as_secs_f64();
-        fluid
-            .step(&mut search, &mut solids, &mut timer)
+        stepper
+            .step(&mut fluid, &mut solids, &mut timer)
             .map_err(|e| {
                 let hint = match e {
                     Error::NonFinite => " (the scene diverged: try a smaller --dt)",
@@ -282,9 +446,6 @@ fn run(a: &Args, wall: Instant) -> Result<(), String> {
                     a.steps
                 )
             })?;
-        if !search.is_cached() {
-            uncached_steps += 1;
-        }
         let mut row = StepTiming {
             particles,
             stages: timer.take(),
@@ -318,14 +479,15 @@ fn run(a: &Args, wall: Instant) -> Result<(), String> {
     let reports = t.elapsed().as_secs_f64();
 
     report(a, &fluid, &emitter, solids.len(), scale);
-    if a.pair_cache > 0 {
+    if let Stepper::Serial { search, uncached } = &stepper {
         say!(
-            "pair cache: the last build found {} pairs; {uncached_steps} of {} steps overflowed the cache and searched three times",
+            "pair cache: the last build found {} pairs; {uncached} of {} steps overflowed the cache and searched three times",
             search.pair_count(),
             a.steps
         );
     }
     say!();
+    say!("stage times: {}", stepper.describe());
     timing::print_table(&log, wall.elapsed().as_secs_f64());
     say!(
         "(CSV and plot written in {:.3} s, inside the wall total)",
@@ -422,5 +584,83 @@ mod tests {
         let csv = std::fs::read_to_string(out.join("timings.csv")).expect("csv");
         assert_eq!(csv.lines().count(), 31);
         std::fs::remove_dir_all(&out).expect("cleanup");
+    }
+
+    #[test]
+    fn the_serial_pair_step_and_one_thread_still_run() {
+        for (pair_cache, threads) in [(8, 0), (0, 1)] {
+            let out = std::env::temp_dir().join(format!(
+                "spatium-demo-test-{}-{pair_cache}-{threads}",
+                std::process::id()
+            ));
+            let a = Args {
+                particles: 300,
+                steps: 20,
+                spheres: 20,
+                images: 0,
+                out: out.clone(),
+                pair_cache,
+                threads,
+                sort_every: 7,
+                ..Args::default()
+            };
+            run(&a, Instant::now()).expect("run");
+            assert!(out.join("timings.csv").is_file());
+            std::fs::remove_dir_all(&out).expect("cleanup");
+        }
+    }
+
+    #[test]
+    fn the_parallel_step_does_not_depend_on_the_thread_count() {
+        let a = Args {
+            particles: 6000,
+            spheres: 50,
+            ..Args::default()
+        };
+        let params = scene::params(a.spacing, a.dt).expect("params");
+        let end = |threads: usize| {
+            let a = Args {
+                threads,
+                ..a.clone()
+            };
+            let mut solids = solids(&a, &params).expect("solids");
+            let mut pipe = scene::pipe(a.spacing, a.particles).expect("pipe");
+            let mut stepper = Stepper::new(&a);
+            let mut fluid: VecFluid = Fluid::new(
+                vec![Vec3::ZERO; a.particles],
+                vec![ParticleState::EMPTY; a.particles],
+                params,
+            );
+            // A block of 4913 particles (two gather tasks), then the pipe.
+            fluid
+                .fill_block(
+                    Aabb3::new(Vec3::new(0.2, 0.0, 0.2), Vec3::new(0.465, 0.265, 0.465))
+                        .expect("box"),
+                    a.spacing,
+                    Vec3::ZERO,
+                )
+                .expect("block");
+            for step in 1..=12 {
+                pipe.emit(&mut fluid, params.dt).expect("emit");
+                if step % 5 == 0 {
+                    stepper.reorder(&mut fluid, a.structure).expect("reorder");
+                }
+                stepper
+                    .step(&mut fluid, &mut solids, &mut ())
+                    .expect("step");
+            }
+            let bits: Vec<u32> = fluid
+                .positions()
+                .iter()
+                .zip(fluid.state())
+                .flat_map(|(x, s)| [x.x, x.y, x.z, s.velocity.x, s.velocity.y, s.density])
+                .map(f32::to_bits)
+                .collect();
+            bits
+        };
+        let one = end(1);
+        assert!(one.len() > 6 * 4096);
+        assert!(end(2) == one, "2 threads differ from 1");
+        assert!(end(3) == one, "3 threads differ from 1");
     }
 }

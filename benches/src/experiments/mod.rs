@@ -34,6 +34,7 @@ pub mod sph;
 pub mod threads;
 pub mod threads_hhg;
 pub mod threads_neighbors;
+pub mod threads_sph;
 
 /// Every experiment, in the order `all` runs them.
 pub const ALL: [&str; 5] = ["neighbors", "bp", "kd", "hhash", "sph"];

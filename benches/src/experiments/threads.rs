@@ -66,6 +66,7 @@ type Section = (&'static str, fn(&Setup) -> Vec<ThreadRow>);
 const SECTIONS: &[Section] = &[
     ("neighbors", super::threads_neighbors::rows),
     ("bp", super::threads_hhg::rows),
+    ("sph", super::threads_sph::rows),
 ];
 
 /// Renders the rows as a table with each workload's speed-up over its own

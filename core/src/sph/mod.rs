@@ -25,6 +25,13 @@
 //! Everything is `f32` on one thread, in a fixed order: two runs of the same
 //! scene on one machine are identical bit for bit.
 //!
+//! [`par`]: [`Fluid::par_step`], the same solver in gather form on an
+//! [`Executor`](crate::exec::Executor) (each particle sums its own terms
+//! from its neighbours through [`NeighborSearch::par_gather`], into a
+//! caller-provided [`GatherSlot`] workspace of `20N` bytes in 3D): its
+//! result is bit-identical for every executor and number of workers, and
+//! equals `step`'s to rounding.
+//!
 //! # Units
 //!
 //! The seed writes forces where it means accelerations; here every term is an
@@ -37,9 +44,11 @@
 pub mod boundary;
 pub mod kernel;
 mod layout;
+pub mod par;
 pub mod source;
 
 pub use layout::ParamBlock;
+pub use par::GatherSlot;
 
 use crate::error::Error;
 use crate::geom::{BoundingBox, Point};
@@ -494,32 +503,47 @@ impl<P: Point> PairTerms<'_, P> {
                 st[j].normal -= g * (rj * inv);
             }
             PairPass::Forces => {
-                let (si, sj) = (&st[i], &st[j]);
-                let r = x[i] - x[j];
-                let len = libm::sqrtf(d2);
-                let inv_len = if len > 0.0 { 1.0 / len } else { 0.0 };
-                let (ri, rj) = (si.density, sj.density);
-                // One division for 1/ρᵢ, 1/ρⱼ and 1/(ρᵢρⱼ).
-                let inv = 1.0 / (ri * rj);
-                let (inv_i, inv_j) = (rj * inv, ri * inv);
-                // Pressure (eq. 9), spiky gradient.
-                let pressure = si.pressure * inv_i * inv_i + sj.pressure * inv_j * inv_j;
-                let mut a = r * (-m * pressure * k.spiky_gradient_factor(len, inv_len));
-                // Viscosity (eq. 10, divided by ρᵢ).
-                a += (sj.velocity - si.velocity)
-                    * (p.viscosity * m * k.viscosity_laplacian(len) * inv);
-                // Surface tension (eq. 13, 16, 17), per unit mass of i.
-                let gamma = p.surface_tension;
-                if gamma > 0.0 {
-                    let mut f = (si.normal - sj.normal) * (-gamma);
-                    f += r * (-gamma * m * k.cohesion(len) * inv_len);
-                    a += f * (2.0 * p.rest_density / (ri + rj));
-                }
+                let a = pair_acceleration(k, p, x[i] - x[j], d2, &st[i], &st[j]);
                 st[i].acceleration += a;
                 st[j].acceleration -= a;
             }
         }
     }
+}
+
+/// The acceleration particle `j` gives particle `i` (pressure, viscosity and
+/// surface tension), with `r = xᵢ − xⱼ` and `d2 = |r|²`; `j` receives its
+/// opposite. Shared by the pair form ([`Fluid::step`]) and the gather form
+/// ([`Fluid::par_step`]).
+#[inline(always)]
+fn pair_acceleration<P: Point>(
+    k: &Kernels,
+    p: &SphParams<P>,
+    r: P,
+    d2: f32,
+    si: &ParticleState<P>,
+    sj: &ParticleState<P>,
+) -> P {
+    let m = p.mass;
+    let len = libm::sqrtf(d2);
+    let inv_len = if len > 0.0 { 1.0 / len } else { 0.0 };
+    let (ri, rj) = (si.density, sj.density);
+    // One division for 1/ρᵢ, 1/ρⱼ and 1/(ρᵢρⱼ).
+    let inv = 1.0 / (ri * rj);
+    let (inv_i, inv_j) = (rj * inv, ri * inv);
+    // Pressure (eq. 9), spiky gradient.
+    let pressure = si.pressure * inv_i * inv_i + sj.pressure * inv_j * inv_j;
+    let mut a = r * (-m * pressure * k.spiky_gradient_factor(len, inv_len));
+    // Viscosity (eq. 10, divided by ρᵢ).
+    a += (sj.velocity - si.velocity) * (p.viscosity * m * k.viscosity_laplacian(len) * inv);
+    // Surface tension (eq. 13, 16, 17), per unit mass of i.
+    let gamma = p.surface_tension;
+    if gamma > 0.0 {
+        let mut f = (si.normal - sj.normal) * (-gamma);
+        f += r * (-gamma * m * k.cohesion(len) * inv_len);
+        a += f * (2.0 * p.rest_density / (ri + rj));
+    }
+    a
 }
 
 /// One pass over the search's pairs. A single function for the three
@@ -539,7 +563,9 @@ fn pair_pass<P: Point, N: NeighborSearch<P>>(
 /// particle's state in `S`; capacity is the shorter buffer.
 ///
 /// Memory: `(24d + 8)·N` bytes with `d` axes and `N` the capacity (`80N` in
-/// 3D, `56N` in 2D), plus the neighbour search's.
+/// 3D, `56N` in 2D), plus the neighbour search's; [`Fluid::par_step`] adds
+/// its workspace, `4(d + 2)·N` bytes ([`GatherSlot`]: `20N` in 3D, `16N` in
+/// 2D).
 ///
 /// ```
 /// use spatium::sph::{Fluid, ParticleState, SphParams};

@@ -1,0 +1,806 @@
+//! The parallel SPH step: [`Fluid::par_step`], the solver of
+//! [`Fluid::step`] in gather form, run as tasks on an
+//! [`Executor`].
+//!
+//! [`Fluid::step`] walks the neighbour pairs once per pass and adds each
+//! pair's terms to both particles, which no two workers could do at once
+//! without writing the same particle. Here every force pass is a gather
+//! ([`NeighborSearch::par_gather`]): particle `i`'s density, normal and
+//! acceleration are summed from its own neighbours into `i`'s slot of a
+//! caller-provided workspace ([`GatherSlot`]), while every other particle's
+//! state is only read; a short pass over contiguous chunks then moves the
+//! sums into the particles' state. Integration and walls run on contiguous
+//! chunks of particles, each task owning its chunk ([`Parts::chunks`]);
+//! obstacles too when there are few of them, otherwise through their broad
+//! phase on the calling thread ([`ParCollider`]: a broad-phase query takes
+//! `&mut self`, so it cannot be shared by workers safely). No `unsafe`, no
+//! allocation.
+//!
+//! # Determinism
+//!
+//! Each particle's value is computed by one task from its neighbours in the
+//! search's order for that particle, which [`NeighborSearch::par_gather`]
+//! fixes for every executor; the chunk passes depend on the particle count
+//! only. The state after a step is therefore bit-identical for
+//! [`Serial`](crate::exec::Serial) and any number of workers. It differs
+//! from [`Fluid::step`]'s by rounding only: each pair's terms are computed
+//! twice (once from each side) and summed in another order.
+//!
+//! # Memory
+//!
+//! The workspace: one [`GatherSlot`] per particle, `4(d + 2)·N` bytes
+//! (`20N` in 3D, `16N` in 2D), on top of the fluid's `(24d + 8)·N` and the
+//! search's. The per-task results (errors, finiteness) live in fixed stack
+//! arrays of [`STEP_TASKS`] entries.
+
+use super::boundary::ParCollider;
+use super::kernel::Kernels;
+use super::{Fluid, Integrator, ParticleState, SphParams, Stage, StageTimer, pair_acceleration};
+use crate::error::Error;
+use crate::exec::{Executor, Parts, task_count, task_split};
+use crate::geom::Point;
+use crate::storage::Storage;
+use crate::traits::{GATHER_GRAIN, NeighborSearch};
+
+/// Particles per task of the parallel step's chunk passes (integration,
+/// collisions, copies), before [`STEP_TASKS`] caps the task count.
+pub const STEP_GRAIN: usize = 4096;
+
+/// Most tasks of one chunk pass: the size of the stack arrays holding the
+/// per-task results (an error each, `24·STEP_TASKS` bytes at most).
+pub const STEP_TASKS: usize = 64;
+
+/// One particle's slot of [`Fluid::par_step`]'s workspace: the sum a
+/// gather pass accumulates for it.
+///
+/// `#[repr(C)]`, no padding (`4(d + 2)` bytes: 20 in 3D, 16 in 2D).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct GatherSlot<P> {
+    /// The normal (eq. 15) or the acceleration being summed.
+    pub sum: P,
+    /// The density being summed (eq. 5); NaN once the particle met a bad
+    /// neighbour id.
+    pub density: f32,
+    /// The bad neighbour id a faulty search reported for this particle (an
+    /// id past the fluid, or the particle itself); meaningful only when
+    /// `density` is NaN.
+    pub bad: u32,
+}
+
+impl<P: Point> GatherSlot<P> {
+    /// An unused slot.
+    pub const EMPTY: Self = Self {
+        sum: P::ZERO,
+        density: 0.0,
+        bad: 0,
+    };
+}
+
+impl<P: Point> Default for GatherSlot<P> {
+    /// [`GatherSlot::EMPTY`].
+    fn default() -> Self {
+        Self::EMPTY
+    }
+}
+
+/// The caller's workspace of one step.
+struct Scratch<'a, P> {
+    /// One gather slot per particle.
+    work: &'a mut [GatherSlot<P>],
+    /// The search's order, when the particles are kept in it.
+    order: Option<&'a mut [u32]>,
+    /// Neighbour-list offsets and indices, when the lists are built once
+    /// per evaluation (the offsets also hold the search's order).
+    lists: Option<(&'a mut [u32], &'a mut [u32])>,
+}
+
+/// Calls `f(i, &mut work[i], j, d²)` for every particle `i` and neighbour
+/// `j`: from the compressed lists (`offsets`, `indices`, as
+/// [`NeighborSearch::neighbor_lists`] writes them, `d²` recomputed from
+/// `x` as the searches compute it) if given, else through
+/// [`NeighborSearch::par_gather`].
+fn gather_pass<P, N, E, F>(
+    exec: &E,
+    search: &N,
+    lists: Option<(&[u32], &[u32])>,
+    x: &[P],
+    work: &mut [GatherSlot<P>],
+    f: F,
+) -> Result<(), Error>
+where
+    P: Point,
+    N: NeighborSearch<P> + Sync,
+    E: Executor,
+    F: Fn(u32, &mut GatherSlot<P>, u32, f32) + Sync,
+{
+    let Some((offsets, indices)) = lists else {
+        return search.par_gather(exec, work, f);
+    };
+    let n = work.len().min(x.len());
+    exec.run(
+        task_count(n, GATHER_GRAIN),
+        Parts::chunks(&mut work[..n], GATHER_GRAIN),
+        |_, part| {
+            let start = part.start();
+            for (k, o) in part.into_slice().iter_mut().enumerate() {
+                let i = start + k;
+                let (Some(&xi), Some(&a), Some(&b)) =
+                    (x.get(i), offsets.get(i), offsets.get(i + 1))
+                else {
+                    continue;
+                };
+                for &j in indices.get(a as usize..b as usize).unwrap_or(&[]) {
+                    let d2 = x.get(j as usize).map_or(0.0, |&xj| xi.distance_squared(xj));
+                    f(i as u32, o, j, d2);
+                }
+            }
+        },
+    );
+    Ok(())
+}
+
+/// The first error of the per-task results, in task order.
+fn first_error(results: &[Option<Error>]) -> Result<(), Error> {
+    match results.iter().flatten().next() {
+        Some(&e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
+    /// [`step`](Self::step) on `exec`: the same solver (density and
+    /// pressure, Akinci normals, pressure, viscosity, surface tension and
+    /// gravity, the same integrator, walls and obstacles), with every force
+    /// pass a gather over each particle's neighbours
+    /// ([`NeighborSearch::par_gather`]) and the other passes run on chunks
+    /// of particles. `search` is rebuilt with
+    /// [`NeighborSearch::par_build`] before each force evaluation; `solids`
+    /// resolve the particles on `exec` ([`ParCollider`]); `work` holds one
+    /// [`GatherSlot`] per particle (at least [`len`](Self::len); its
+    /// contents on entry do not matter and on return are unspecified).
+    ///
+    /// The result is bit-identical for every executor and number of workers
+    /// (see [the module](self)); it equals `step`'s up to rounding.
+    ///
+    /// # Errors
+    /// As [`step`](Self::step): the parameters' errors, the search's build
+    /// errors, [`Error::LengthMismatch`], [`Error::UnknownId`] for a faulty
+    /// search (the first particle, in id order, that was given an id past
+    /// the fluid or itself as a neighbour, with that id), the solids'
+    /// errors, [`Error::NonFinite`] if the scene diverged; and
+    /// [`Error::BufferTooSmall`] if `work` is shorter than `len()` (checked
+    /// first: nothing changes). On error the particles are restored to where
+    /// the step began (densities, pressures, normals and accelerations of
+    /// the failed evaluation may remain).
+    ///
+    /// # Cost
+    /// Per force evaluation: one parallel build and three gathers,
+    /// `O(N + pairs)` work like `step`'s, but each pair's kernels are
+    /// evaluated from both sides (twice `step`'s arithmetic per pair, with
+    /// no write to the neighbour). Obstacles: see [`ParCollider`]. No
+    /// allocation.
+    ///
+    /// ```
+    /// use spatium::exec::Serial;
+    /// use spatium::sph::{Fluid, GatherSlot, ParticleState, SphParams};
+    /// use spatium::uniform::{CellRecord, CellSortedHash, SortedParticle, TableSlot};
+    /// use spatium::{Aabb3, Vec3};
+    ///
+    /// let domain = Aabb3::new(Vec3::ZERO, Vec3::new(0.4, 0.4, 0.4))?;
+    /// let params = SphParams::seed(domain, 0.02)?;
+    /// let mut fluid = Fluid::new([Vec3::ZERO; 1000], [ParticleState::EMPTY; 1000], params);
+    /// fluid.fill_block(Aabb3::new(Vec3::ZERO, Vec3::new(0.2, 0.2, 0.2))?, 0.02, Vec3::ZERO)?;
+    /// let mut hash = CellSortedHash::<Vec3, _, _, _>::new(
+    ///     [TableSlot::EMPTY; 2048], [SortedParticle::EMPTY; 1000], [CellRecord::EMPTY; 1000]);
+    /// let mut work = [GatherSlot::EMPTY; 1000];
+    /// for _ in 0..10 {
+    ///     // A host passes a thread pool here (spatium_host::par::HostExec).
+    ///     fluid.par_step(&Serial, &mut hash, &mut (), &mut (), &mut work)?;
+    /// }
+    /// assert!(fluid.state().iter().all(|s| s.density > 0.0));
+    /// # Ok::<(), spatium::Error>(())
+    /// ```
+    pub fn par_step<E, N, C, T>(
+        &mut self,
+        exec: &E,
+        search: &mut N,
+        solids: &mut C,
+        timer: &mut T,
+        work: &mut [GatherSlot<P>],
+    ) -> Result<(), Error>
+    where
+        E: Executor,
+        N: NeighborSearch<P> + Sync,
+        C: ParCollider<P>,
+        T: StageTimer,
+    {
+        let scratch = Scratch {
+            work,
+            order: None,
+            lists: None,
+        };
+        self.par_step_with(exec, search, solids, timer, scratch)
+    }
+
+    /// [`par_step`](Self::par_step), keeping the particles in `search`'s
+    /// storage order: after each build (two per leapfrog step) that finds
+    /// them out of that order ([`NeighborSearch::spatial_order`] is not the
+    /// identity), the particles are renumbered into it — as
+    /// [`renumber`](Self::renumber), but keeping the step's start state —
+    /// and the search is built again. A search that sorts its input
+    /// ([`crate::uniform::CellSortedHash`]) then copies it and gathers in
+    /// storage order, its fast path; the particles drift across cells
+    /// during a step, so without this the half-step build of a leapfrog
+    /// step would miss that path even when the caller renumbers between
+    /// steps. Searches that keep their input order cost one `O(N)` check
+    /// per build. `order` holds one `u32` per particle (`4N` bytes).
+    ///
+    /// Particle ids change (every particle's data moves with it, as with
+    /// `renumber`); the result is deterministic and the same for every
+    /// executor, and equals `par_step`'s up to rounding and that
+    /// permutation.
+    ///
+    /// # Errors
+    /// As [`par_step`](Self::par_step), and [`Error::BufferTooSmall`] if
+    /// `order` is shorter than [`len`](Self::len) (checked first: nothing
+    /// changes); [`Error::UnknownId`] if the search's order is not a
+    /// permutation. On error the particles are restored to where the step
+    /// began, possibly renumbered.
+    pub fn par_step_sorted<E, N, C, T>(
+        &mut self,
+        exec: &E,
+        search: &mut N,
+        solids: &mut C,
+        timer: &mut T,
+        work: &mut [GatherSlot<P>],
+        order: &mut [u32],
+    ) -> Result<(), Error>
+    where
+        E: Executor,
+        N: NeighborSearch<P> + Sync,
+        C: ParCollider<P>,
+        T: StageTimer,
+    {
+        let n = self.len;
+        let available = order.len();
+        let order = order.get_mut(..n).ok_or(Error::BufferTooSmall {
+            needed: n,
+            available,
+        })?;
+        let scratch = Scratch {
+            work,
+            order: Some(order),
+            lists: None,
+        };
+        self.par_step_with(exec, search, solids, timer, scratch)
+    }
+
+    /// [`par_step_sorted`](Self::par_step_sorted) with each particle's
+    /// neighbours listed once per force evaluation
+    /// ([`NeighborSearch::par_neighbor_lists`] into `offsets` and `indices`)
+    /// and the three gather passes reading those lists (`d²` recomputed)
+    /// instead of searching three times: the gather form's counterpart of
+    /// [`crate::PairCache`]. `offsets` needs `len() + 1` entries (its first
+    /// `len()` also hold the search's order while the particles are
+    /// renumbered); `indices` the number of neighbours, twice the pairs
+    /// (about 30 per particle in a fluid at rest with `h = 2·spacing`). An
+    /// evaluation whose lists do not fit in `indices` gathers through the
+    /// search instead (slower, same physics; decided by the input alone, so
+    /// still the same for every executor). Memory: `4(N + 1) + 4·indices`
+    /// bytes on top of `par_step`'s.
+    ///
+    /// Particle ids change as with `par_step_sorted`; the result is
+    /// deterministic and the same for every executor.
+    ///
+    /// # Errors
+    /// As [`par_step_sorted`](Self::par_step_sorted), with
+    /// [`Error::BufferTooSmall`] if `offsets` is shorter than `len() + 1`
+    /// (checked first: nothing changes).
+    pub fn par_step_lists<E, N, C, T>(
+        &mut self,
+        exec: &E,
+        search: &mut N,
+        solids: &mut C,
+        timer: &mut T,
+        work: &mut [GatherSlot<P>],
+        lists: (&mut [u32], &mut [u32]),
+    ) -> Result<(), Error>
+    where
+        E: Executor,
+        N: NeighborSearch<P> + Sync,
+        C: ParCollider<P>,
+        T: StageTimer,
+    {
+        let n = self.len;
+        let (offsets, indices) = lists;
+        let available = offsets.len();
+        let offsets = offsets.get_mut(..=n).ok_or(Error::BufferTooSmall {
+            needed: n + 1,
+            available,
+        })?;
+        let scratch = Scratch {
+            work,
+            order: None,
+            lists: Some((offsets, indices)),
+        };
+        self.par_step_with(exec, search, solids, timer, scratch)
+    }
+
+    /// The parallel step, renumbering into the search's order if `order`
+    /// or `lists` is given, gathering from the lists if `lists` is.
+    fn par_step_with<E, N, C, T>(
+        &mut self,
+        exec: &E,
+        search: &mut N,
+        solids: &mut C,
+        timer: &mut T,
+        scratch: Scratch<'_, P>,
+    ) -> Result<(), Error>
+    where
+        E: Executor,
+        N: NeighborSearch<P> + Sync,
+        C: ParCollider<P>,
+        T: StageTimer,
+    {
+        let kernels = self.params.kernels()?;
+        let n = self.len;
+        let Scratch { work, order, lists } = scratch;
+        let available = work.len();
+        let work = work.get_mut(..n).ok_or(Error::BufferTooSmall {
+            needed: n,
+            available,
+        })?;
+        let (tasks, grain) = task_split(n, STEP_GRAIN, STEP_TASKS);
+        {
+            let x = &self.positions.as_ref()[..n];
+            let st = &mut self.state.as_mut()[..n];
+            exec.run(tasks, Parts::chunks(st, grain), |_, part| {
+                let start = part.start();
+                let xs = x.get(start..).unwrap_or(&[]);
+                for (s, xi) in part.into_slice().iter_mut().zip(xs) {
+                    s.start_position = *xi;
+                    s.start_velocity = s.velocity;
+                }
+            });
+        }
+        let mut scratch = Scratch { work, order, lists };
+        match self.par_integrate(exec, &kernels, search, solids, timer, &mut scratch) {
+            Ok(()) => {
+                self.steps += 1;
+                Ok(())
+            }
+            Err(e) => {
+                let x = &mut self.positions.as_mut()[..n];
+                for (xi, s) in x.iter_mut().zip(&mut self.state.as_mut()[..n]) {
+                    *xi = s.start_position;
+                    s.velocity = s.start_velocity;
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// The step after the start state is saved: as `integrate`, on `exec`.
+    fn par_integrate<E, N, C, T>(
+        &mut self,
+        exec: &E,
+        k: &Kernels,
+        search: &mut N,
+        solids: &mut C,
+        timer: &mut T,
+        scratch: &mut Scratch<'_, P>,
+    ) -> Result<(), Error>
+    where
+        E: Executor,
+        N: NeighborSearch<P> + Sync,
+        C: ParCollider<P>,
+        T: StageTimer,
+    {
+        let dt = self.params.dt;
+        self.par_evaluate(exec, k, search, timer, scratch)?;
+        match self.params.integrator {
+            Integrator::Leapfrog => {
+                timer.begin(Stage::Integration);
+                self.par_particles(exec, |xi, s| {
+                    *xi = s.start_position + s.start_velocity * (0.5 * dt);
+                    s.velocity = s.start_velocity + s.acceleration * (0.5 * dt);
+                });
+                timer.end();
+                self.par_collide(exec, solids, timer)?;
+                self.par_evaluate(exec, k, search, timer, scratch)?;
+                timer.begin(Stage::Integration);
+                self.par_particles(exec, |xi, s| {
+                    s.velocity = s.start_velocity + s.acceleration * dt;
+                    *xi = s.start_position + (s.start_velocity + s.velocity) * (0.5 * dt);
+                });
+                timer.end();
+            }
+            Integrator::Euler => {
+                timer.begin(Stage::Integration);
+                self.par_particles(exec, |xi, s| {
+                    *xi = s.start_position + s.start_velocity * dt;
+                    s.velocity = s.start_velocity + s.acceleration * dt;
+                });
+                timer.end();
+            }
+        }
+        self.par_collide(exec, solids, timer)?;
+        // Finiteness, per task, combined in task order.
+        let n = self.len;
+        let (tasks, grain) = task_split(n, STEP_GRAIN, STEP_TASKS);
+        let mut finite = [true; STEP_TASKS];
+        let x = &self.positions.as_ref()[..n];
+        let st = &self.state.as_ref()[..n];
+        exec.run(
+            tasks,
+            Parts::chunks(&mut finite[..tasks], 1),
+            |t, mut flag| {
+                let lo = (t * grain).min(n);
+                let hi = (lo + grain).min(n);
+                let ok = x[lo..hi]
+                    .iter()
+                    .zip(&st[lo..hi])
+                    .all(|(x, s)| x.is_finite() && s.velocity.is_finite());
+                if let Some(f) = flag.slice().first_mut() {
+                    *f = ok;
+                }
+            },
+        );
+        if finite.iter().all(|&f| f) {
+            Ok(())
+        } else {
+            Err(Error::NonFinite)
+        }
+    }
+
+    /// Runs `f(xᵢ, stateᵢ)` for every particle, in chunks on `exec`.
+    fn par_particles<E, F>(&mut self, exec: &E, f: F)
+    where
+        E: Executor,
+        F: Fn(&mut P, &mut ParticleState<P>) + Sync,
+    {
+        let n = self.len;
+        let (tasks, grain) = task_split(n, STEP_GRAIN, STEP_TASKS);
+        let x = &mut self.positions.as_mut()[..n];
+        let st = &mut self.state.as_mut()[..n];
+        exec.run(
+            tasks,
+            (Parts::chunks(x, grain), Parts::chunks(st, grain)),
+            |_, (xs, ss)| {
+                for (xi, s) in xs.into_slice().iter_mut().zip(ss.into_slice()) {
+                    f(xi, s);
+                }
+            },
+        );
+    }
+
+    /// Walls, obstacles, walls again, for every particle, on `exec`.
+    fn par_collide<E, C, T>(&mut self, exec: &E, solids: &mut C, timer: &mut T) -> Result<(), Error>
+    where
+        E: Executor,
+        C: ParCollider<P>,
+        T: StageTimer,
+    {
+        timer.begin(Stage::Collisions);
+        let n = self.len;
+        let p = &self.params;
+        let result = solids.par_collide(
+            exec,
+            &mut self.positions.as_mut()[..n],
+            &mut self.state.as_mut()[..n],
+            p.particle_radius,
+            p.damping,
+            &p.domain,
+        );
+        timer.end();
+        result
+    }
+
+    /// Builds `search` over the positions; with `order`, renumbers the
+    /// particles into the search's order and builds again if they were not
+    /// in it.
+    fn par_build_in_order<E, N>(
+        &mut self,
+        exec: &E,
+        search: &mut N,
+        order: Option<&mut [u32]>,
+    ) -> Result<(), Error>
+    where
+        E: Executor,
+        N: NeighborSearch<P> + Sync,
+    {
+        let n = self.len;
+        let h = self.params.h;
+        search.par_build(exec, &self.positions.as_ref()[..n], h)?;
+        if search.len() != n {
+            return Err(Error::LengthMismatch {
+                expected: n,
+                got: search.len(),
+            });
+        }
+        let Some(order) = order else {
+            return Ok(());
+        };
+        search.spatial_order(order)?;
+        if order.iter().enumerate().all(|(k, &o)| o as usize == k) {
+            return Ok(());
+        }
+        self.permute_in_step(order)?;
+        search.par_build(exec, &self.positions.as_ref()[..n], h)
+    }
+
+    /// Renumbers the particles as `order` lists them (new id `k` = old id
+    /// `order[k]`), every field of the state moving with its particle:
+    /// unlike [`renumber`](Self::renumber) the step's start state is kept
+    /// (the position rides in `acceleration` and the new id in `density`,
+    /// both recomputed by the evaluation that follows). `O(N)`, in place.
+    ///
+    /// # Errors
+    /// [`Error::UnknownId`] unless `order` is a permutation of `0..len()`
+    /// (the positions are then unchanged).
+    fn permute_in_step(&mut self, order: &[u32]) -> Result<(), Error> {
+        const UNSET: u32 = u32::MAX;
+        let n = self.len;
+        let x = &mut self.positions.as_mut()[..n];
+        let st = &mut self.state.as_mut()[..n];
+        if order.len() != n {
+            return Err(Error::LengthMismatch {
+                expected: n,
+                got: order.len(),
+            });
+        }
+        for (s, xi) in st.iter_mut().zip(x.iter()) {
+            s.acceleration = *xi;
+            s.density = f32::from_bits(UNSET);
+        }
+        for (k, &id) in order.iter().enumerate() {
+            match st.get_mut(id as usize) {
+                Some(s) if s.density.to_bits() == UNSET => s.density = f32::from_bits(k as u32),
+                _ => return Err(Error::UnknownId { id }),
+            }
+        }
+        // Cycle by cycle: the particle in slot i goes to its new id until
+        // slot i holds the particle whose new id is i.
+        for i in 0..n {
+            loop {
+                let k = st[i].density.to_bits() as usize;
+                if k == i || k >= n {
+                    break;
+                }
+                st.swap(i, k);
+            }
+        }
+        for (xi, s) in x.iter_mut().zip(st.iter()) {
+            *xi = s.acceleration;
+        }
+        Ok(())
+    }
+
+    /// One force evaluation in gather form: fills density, pressure,
+    /// normals and acceleration.
+    fn par_evaluate<E, N, T>(
+        &mut self,
+        exec: &E,
+        k: &Kernels,
+        search: &mut N,
+        timer: &mut T,
+        scratch: &mut Scratch<'_, P>,
+    ) -> Result<(), Error>
+    where
+        E: Executor,
+        N: NeighborSearch<P> + Sync,
+        T: StageTimer,
+    {
+        let n = self.len;
+        let p: SphParams<P> = self.params;
+        let m = p.mass;
+        timer.begin(Stage::NeighborSearch);
+        let order = match (&mut scratch.order, &mut scratch.lists) {
+            (_, Some((offsets, _))) => offsets.get_mut(..n),
+            (Some(order), None) => Some(&mut **order),
+            (None, None) => None,
+        };
+        let mut built = self.par_build_in_order(exec, search, order);
+        // The lists, if asked for and they fit (else the gathers).
+        let mut lists = None;
+        if built.is_ok()
+            && let Some((offsets, indices)) = &mut scratch.lists
+        {
+            match search.par_neighbor_lists(exec, offsets, indices) {
+                Ok(total) => {
+                    lists = offsets.get(..=n).zip(indices.get(..total));
+                }
+                Err(Error::BufferTooSmall { .. }) => {}
+                Err(e) => built = Err(e),
+            }
+        }
+        timer.end();
+        built?;
+        let work = &mut *scratch.work;
+        let search = &*search;
+        let x = &self.positions.as_ref()[..n];
+        let st = &mut self.state.as_mut()[..n];
+        let (tasks, grain) = task_split(n, STEP_GRAIN, STEP_TASKS);
+        let valid = |i: u32, j: u32| (j as usize) < n && j != i;
+
+        timer.begin(Stage::Density);
+        let self_density = m * k.poly6(0.0);
+        exec.run(tasks, Parts::chunks(&mut work[..], grain), |_, w| {
+            for g in w.into_slice() {
+                g.density = self_density;
+            }
+        });
+        gather_pass(exec, search, lists, x, work, |i, g, j, d2| {
+            if valid(i, j) {
+                g.density += m * k.poly6(d2);
+            } else {
+                g.bad = j;
+                g.density = f32::NAN;
+            }
+        })?;
+        // Density and pressure into the state; the sums restart for the
+        // next pass (normals, or the forces from gravity).
+        let first = if p.surface_tension > 0.0 {
+            P::ZERO
+        } else {
+            p.gravity
+        };
+        let mut results = [None; STEP_TASKS];
+        exec.run(
+            tasks,
+            (
+                Parts::chunks(&mut st[..], grain),
+                Parts::chunks(&mut work[..], grain),
+                Parts::chunks(&mut results[..tasks], 1),
+            ),
+            |_, (ss, ws, mut r)| {
+                for (s, g) in ss.into_slice().iter_mut().zip(ws.into_slice()) {
+                    if g.density.is_nan()
+                        && let Some(r) = r.slice().first_mut()
+                        && r.is_none()
+                    {
+                        *r = Some(Error::UnknownId { id: g.bad });
+                    }
+                    s.density = g.density;
+                    s.pressure = p.pressure(g.density);
+                    g.sum = first;
+                }
+            },
+        );
+        timer.end();
+        first_error(&results[..tasks])?;
+
+        if p.surface_tension > 0.0 {
+            timer.begin(Stage::Normals);
+            let sr = &*st;
+            gather_pass(exec, search, lists, x, work, |i, g, j, d2| {
+                if valid(i, j)
+                    && let (Some(&xi), Some(si), Some(&xj), Some(sj)) = (
+                        x.get(i as usize),
+                        sr.get(i as usize),
+                        x.get(j as usize),
+                        sr.get(j as usize),
+                    )
+                {
+                    // Particle i's side of the pair form's normal term.
+                    let grad = k.poly6_gradient(xi - xj, d2) * (p.h * m);
+                    let (ri, rj) = (si.density, sj.density);
+                    let inv = 1.0 / (ri * rj);
+                    g.sum += grad * (ri * inv);
+                }
+            })?;
+            exec.run(
+                tasks,
+                (
+                    Parts::chunks(&mut st[..], grain),
+                    Parts::chunks(&mut work[..], grain),
+                ),
+                |_, (ss, ws)| {
+                    for (s, g) in ss.into_slice().iter_mut().zip(ws.into_slice()) {
+                        s.normal = g.sum;
+                        g.sum = p.gravity;
+                    }
+                },
+            );
+            timer.end();
+        }
+
+        timer.begin(Stage::Forces);
+        let sr = &*st;
+        gather_pass(exec, search, lists, x, work, |i, g, j, d2| {
+            if valid(i, j)
+                && let (Some(&xi), Some(si), Some(&xj), Some(sj)) = (
+                    x.get(i as usize),
+                    sr.get(i as usize),
+                    x.get(j as usize),
+                    sr.get(j as usize),
+                )
+            {
+                g.sum += pair_acceleration(k, &p, xi - xj, d2, si, sj);
+            }
+        })?;
+        exec.run(
+            tasks,
+            (
+                Parts::chunks(&mut st[..], grain),
+                Parts::chunks(&mut work[..], grain),
+            ),
+            |_, (ss, ws)| {
+                for (s, g) in ss.into_slice().iter_mut().zip(ws.into_slice()) {
+                    s.acceleration = g.sum;
+                }
+            },
+        );
+        timer.end();
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exec::Serial;
+    use crate::uniform::{CellRecord, CellSortedHash, SortedParticle, TableSlot};
+    use crate::{Aabb3, Vec3};
+
+    type Hash = CellSortedHash<
+        Vec3,
+        [TableSlot; 1024],
+        [SortedParticle<Vec3>; 512],
+        [CellRecord<Vec3>; 512],
+    >;
+
+    fn hash() -> Hash {
+        CellSortedHash::new(
+            [TableSlot::EMPTY; 1024],
+            [SortedParticle::EMPTY; 512],
+            [CellRecord::EMPTY; 512],
+        )
+    }
+
+    #[test]
+    fn gather_step_matches_the_pair_step_to_rounding() {
+        let domain = Aabb3::new(Vec3::ZERO, Vec3::new(0.3, 0.3, 0.3)).unwrap();
+        let params = SphParams::seed(domain, 0.025).unwrap();
+        let mut a = Fluid::new([Vec3::ZERO; 512], [ParticleState::EMPTY; 512], params);
+        let block = Aabb3::new(Vec3::ZERO, Vec3::new(0.2, 0.15, 0.2)).unwrap();
+        a.fill_block(block, 0.025, Vec3::ZERO).unwrap();
+        let mut b = a.clone();
+        let (mut ha, mut hb) = (hash(), hash());
+        let mut work = [GatherSlot::EMPTY; 512];
+        for _ in 0..20 {
+            a.step(&mut ha, &mut (), &mut ()).unwrap();
+            b.par_step(&Serial, &mut hb, &mut (), &mut (), &mut work)
+                .unwrap();
+        }
+        for (sa, sb) in a.state().iter().zip(b.state()) {
+            assert!((sa.density - sb.density).abs() <= 1e-3 * sa.density);
+        }
+        for (xa, xb) in a.positions().iter().zip(b.positions()) {
+            assert!(xa.distance_squared(*xb) < 1e-8, "{xa:?} {xb:?}");
+        }
+        assert_eq!(b.steps(), 20);
+    }
+
+    #[test]
+    fn short_workspace_is_refused_and_changes_nothing() {
+        let domain = Aabb3::new(Vec3::ZERO, Vec3::new(0.3, 0.3, 0.3)).unwrap();
+        let params = SphParams::seed(domain, 0.025).unwrap();
+        let mut f = Fluid::new([Vec3::ZERO; 512], [ParticleState::EMPTY; 512], params);
+        f.fill_block(domain, 0.05, Vec3::ZERO).unwrap();
+        let before = f.clone();
+        let mut work = [GatherSlot::EMPTY; 4];
+        let e = f.par_step(&Serial, &mut hash(), &mut (), &mut (), &mut work);
+        assert_eq!(
+            e,
+            Err(Error::BufferTooSmall {
+                needed: f.len(),
+                available: 4
+            })
+        );
+        assert_eq!(f.positions(), before.positions());
+        assert_eq!(f.state(), before.state());
+    }
+}
