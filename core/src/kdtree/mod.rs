@@ -51,6 +51,7 @@
 
 mod broad;
 mod code;
+mod par;
 mod plan;
 mod sort;
 
@@ -310,6 +311,116 @@ impl<B: BoundingBox> BoxSource<B> for [B] {
     #[inline(always)]
     fn get(&self, id: usize) -> Option<B> {
         <[B]>::get(self, id).copied()
+    }
+}
+
+/// The new key of one record of a reused build (temporal reuse), written in
+/// place; `None` when its box is gone or its split changed shape. Also says
+/// whether the record counts as a clamped box and as a split box (each box
+/// is counted at its piece 0).
+#[inline(always)]
+pub(crate) fn rekey_record<B: BoundingBox, K: LocCode, S: BoxSource<B> + ?Sized>(
+    src: &S,
+    frame: &Frame,
+    gain: Option<u32>,
+    splitter: &mut Splitter<K>,
+    r: &mut KdRecord<K>,
+) -> Option<(bool, bool)> {
+    let b = src.get(r.id() as usize)?;
+    let q = frame.qbox::<K, B>(&b);
+    let count = r.pieces();
+    let clamped = r.piece() == 0 && !frame.inside(&b);
+    let key = match gain {
+        None => frame.whole_key::<K>(&q).0,
+        Some(g) => {
+            let pieces = splitter.split(frame, &q, g);
+            if pieces.len() != count {
+                return None;
+            }
+            pieces.iter().find(|p| p.index == r.piece())?.key
+        }
+    };
+    r.key = key;
+    Some((clamped, count > 1 && r.piece() == 0))
+}
+
+/// The sweep of the records `lo..hi` of `recs` (each paired with the
+/// records after it, in the whole array): the pairs of the full sweep whose
+/// first record lies in the range, in the same order.
+#[inline(always)]
+pub(crate) fn sweep_records<
+    B: BoundingBox,
+    K: LocCode,
+    S: BoxSource<B> + ?Sized,
+    F: FnMut(u32, u32),
+>(
+    recs: &[KdRecord<K>],
+    frame: &Frame,
+    src: &S,
+    mode: Candidates,
+    lo: usize,
+    hi: usize,
+    mut f: F,
+) {
+    let hi = hi.min(recs.len());
+    let lo = lo.min(hi);
+    for (k, r) in recs[lo..hi].iter().enumerate() {
+        let i = lo + k;
+        let a = r.id();
+        let rest = &recs[i + 1..];
+        match mode {
+            Candidates::Raw => {
+                for s in rest {
+                    if !K::contains(r.key, s.key) {
+                        break;
+                    }
+                    if s.id() != a {
+                        f(a, s.id());
+                    }
+                }
+            }
+            Candidates::Unique | Candidates::Exact => {
+                if rest.first().is_none_or(|s| !K::contains(r.key, s.key)) {
+                    continue;
+                }
+                let Some(ba) = src.get(a as usize) else {
+                    continue;
+                };
+                let qa = frame.qbox::<K, B>(&ba);
+                for s in rest {
+                    if !K::contains(r.key, s.key) {
+                        break;
+                    }
+                    let b = s.id();
+                    if b == a {
+                        continue;
+                    }
+                    let Some(bb) = src.get(b as usize) else {
+                        continue;
+                    };
+                    if mode == Candidates::Exact && !ba.overlaps(&bb) {
+                        continue;
+                    }
+                    let single = r.pieces() == 1 && s.pieces() == 1;
+                    if single && mode == Candidates::Exact {
+                        f(a, b);
+                        continue;
+                    }
+                    let qb = frame.qbox::<K, B>(&bb);
+                    if !qa.overlaps(&qb, B::Point::DIM) {
+                        continue;
+                    }
+                    // The pair belongs to the pieces holding the lowest
+                    // quantised point of the intersection. A box's
+                    // pieces have disjoint cells, so those are the ones
+                    // whose cells hold it; `s`'s cell lies in `r`'s, so
+                    // one test covers both.
+                    if single || K::contains(s.key, frame.point_key(&qa.meet_corner(&qb))) {
+                        f(a, b);
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -714,31 +825,11 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
         let mut split_elements = 0;
         let mut splitter = Splitter::<K>::new();
         for r in recs.iter_mut() {
-            let Some(b) = src.get(r.id() as usize) else {
+            let Some((c, s)) = rekey_record(src, frame, gain, &mut splitter, r) else {
                 return false;
             };
-            let q = frame.qbox::<K, B>(&b);
-            let count = r.pieces();
-            if r.piece() == 0 && !frame.inside(&b) {
-                clamped += 1;
-            }
-            let key = match gain {
-                None => frame.whole_key::<K>(&q).0,
-                Some(g) => {
-                    let pieces = splitter.split(frame, &q, g);
-                    if pieces.len() != count {
-                        return false;
-                    }
-                    match pieces.iter().find(|p| p.index == r.piece()) {
-                        Some(p) => p.key,
-                        None => return false,
-                    }
-                }
-            };
-            if count > 1 && r.piece() == 0 {
-                split_elements += 1;
-            }
-            r.key = key;
+            clamped += c as usize;
+            split_elements += s as usize;
         }
         mark(BuildPhase::Coded);
         let Some(moves) = sort::insertion(recs, frame.depth, 2 * len + 1024) else {
@@ -813,67 +904,21 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
         &self,
         src: &S,
         mode: Candidates,
-        mut f: F,
+        f: F,
+    ) {
+        self.sweep_range(src, mode, 0, self.nrec, f);
+    }
+
+    pub(crate) fn sweep_range<S: BoxSource<B> + ?Sized, F: FnMut(u32, u32)>(
+        &self,
+        src: &S,
+        mode: Candidates,
+        lo: usize,
+        hi: usize,
+        f: F,
     ) {
         let Some(frame) = self.frame else { return };
-        let recs = self.records();
-        for (i, r) in recs.iter().enumerate() {
-            let a = r.id();
-            let rest = &recs[i + 1..];
-            match mode {
-                Candidates::Raw => {
-                    for s in rest {
-                        if !K::contains(r.key, s.key) {
-                            break;
-                        }
-                        if s.id() != a {
-                            f(a, s.id());
-                        }
-                    }
-                }
-                Candidates::Unique | Candidates::Exact => {
-                    if rest.first().is_none_or(|s| !K::contains(r.key, s.key)) {
-                        continue;
-                    }
-                    let Some(ba) = src.get(a as usize) else {
-                        continue;
-                    };
-                    let qa = frame.qbox::<K, B>(&ba);
-                    for s in rest {
-                        if !K::contains(r.key, s.key) {
-                            break;
-                        }
-                        let b = s.id();
-                        if b == a {
-                            continue;
-                        }
-                        let Some(bb) = src.get(b as usize) else {
-                            continue;
-                        };
-                        if mode == Candidates::Exact && !ba.overlaps(&bb) {
-                            continue;
-                        }
-                        let single = r.pieces() == 1 && s.pieces() == 1;
-                        if single && mode == Candidates::Exact {
-                            f(a, b);
-                            continue;
-                        }
-                        let qb = frame.qbox::<K, B>(&bb);
-                        if !qa.overlaps(&qb, B::Point::DIM) {
-                            continue;
-                        }
-                        // The pair belongs to the pieces holding the lowest
-                        // quantised point of the intersection. A box's
-                        // pieces have disjoint cells, so those are the ones
-                        // whose cells hold it; `s`'s cell lies in `r`'s, so
-                        // one test covers both.
-                        if single || K::contains(s.key, frame.point_key(&qa.meet_corner(&qb))) {
-                            f(a, b);
-                        }
-                    }
-                }
-            }
-        }
+        sweep_records::<B, K, S, F>(self.records(), &frame, src, mode, lo, hi, f);
     }
 
     /// Calls `f(id)` once for every box of the last build overlapping
