@@ -110,6 +110,7 @@
 // and the `NeighborSearch` impl (`particles`), `Inspect` (`stats`) and
 // `Validate` (`validate`).
 mod config;
+mod par;
 mod particles;
 mod query;
 mod stats;
@@ -162,7 +163,7 @@ mod sealed {
 
 /// The key and query scheme of a [`ClassHash`]: [`Hierarchical`] or
 /// [`Multilevel`] (sealed).
-pub trait Scheme: sealed::Sealed + Copy + core::fmt::Debug + 'static {
+pub trait Scheme: sealed::Sealed + Copy + core::fmt::Debug + Send + Sync + 'static {
     /// `true` for additive top-down keys with `hasChildren` flags.
     const HIERARCHICAL: bool;
     /// Name used in corruption reports.
