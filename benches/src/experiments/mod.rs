@@ -32,6 +32,7 @@ pub mod kd;
 pub mod neighbors;
 pub mod sph;
 pub mod threads;
+pub mod threads_kd;
 pub mod threads_neighbors;
 
 /// Every experiment, in the order `all` runs them.

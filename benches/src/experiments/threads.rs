@@ -63,7 +63,11 @@ impl Setup {
 type Section = (&'static str, fn(&Setup) -> Vec<ThreadRow>);
 
 /// The sections, in report order.
-const SECTIONS: &[Section] = &[("neighbors", super::threads_neighbors::rows)];
+const SECTIONS: &[Section] = &[
+    ("neighbors", super::threads_neighbors::rows),
+    ("kd", super::threads_kd::kd_rows),
+    ("hhash", super::threads_kd::hhash_rows),
+];
 
 /// Renders the rows as a table with each workload's speed-up over its own
 /// one-thread figure.
