@@ -13,10 +13,14 @@
 //!    from both ends of its error interval, and where the two disagree (a
 //!    mean box size within ~1e-9 of a power-of-two boundary) from the serial
 //!    sum, recomputed on the calling thread.
-//! 2. **Codes**: with splitting, a counting pass gives each task's number of
-//!    records; the prefix gives each task a disjoint range of the record
-//!    buffer, which it fills in id order. When the records of every box's
-//!    full split do not fit the buffers, which boxes stay whole depends on
+//! 2. **Codes**: tasks over the same id ranges split and key their boxes.
+//!    With buffers of at least 8 records per id (the largest split), each
+//!    task writes into its own stretch of the scratch buffer and the
+//!    stretches are then packed, in order, into the record buffer. With
+//!    smaller buffers, a counting pass (a second split of every box) gives
+//!    each task's number of records, and the prefix gives each task a
+//!    disjoint range of the record buffer to fill; when the records of
+//!    every box's full split do not fit, which boxes stay whole depends on
 //!    the records before them (the serial room rule), and the build codes
 //!    serially.
 //! 3. **Sort** (radix mode, from 2¹⁶ records): the records are partitioned
@@ -47,7 +51,7 @@ use crate::exec::{Executor, Parts, task_count, task_split};
 use crate::geom::{BoundingBox, Point};
 use crate::storage::Storage;
 
-use super::plan::{Frame, Splitter};
+use super::plan::{Frame, MAX_PIECES, Splitter};
 use super::{
     BoxSource, Candidates, KdRecord, KdStats, LinearKdTree, LocCode, MAX_ELEMENTS, SortAlgo,
     rekey_record, sort, sweep_records,
@@ -93,6 +97,8 @@ impl Scan {
 /// What one coding task wrote.
 #[derive(Clone, Copy)]
 struct Coded {
+    /// Records written.
+    count: usize,
     clamped: usize,
     split: usize,
     /// OR and AND of the records' sort keys (the bits that vary are
@@ -103,6 +109,7 @@ struct Coded {
 
 impl Coded {
     const EMPTY: Self = Self {
+        count: 0,
         clamped: 0,
         split: 0,
         or: 0,
@@ -356,53 +363,131 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
             let lo = t.saturating_mul(grain).min(ids);
             (lo, lo.saturating_add(grain).min(ids))
         };
-        // Each task's first record.
-        let mut offs = [0usize; BUILD_TASKS + 1];
-        match gain {
-            None => {
-                for (t, s) in scans.iter().enumerate() {
-                    offs[t + 1] = offs[t] + s.n;
-                }
-            }
-            Some(g) => {
-                let mut counts = [0usize; BUILD_TASKS];
-                exec.run(
-                    tasks,
-                    Parts::chunks(&mut counts[..tasks], 1),
-                    |t, mut part| {
-                        let mut splitter = Splitter::<K>::new();
-                        let mut c = 0usize;
-                        let (lo, hi) = range(t);
-                        for id in lo..hi {
-                            if let Some(b) = src.get(id) {
-                                let q = frame.qbox::<K, B>(&b);
-                                c += splitter.split(&frame, &q, g).len();
-                            }
-                        }
-                        if let Some(slot) = part.slice().first_mut() {
-                            *slot = c;
-                        }
-                    },
-                );
-                for t in 0..tasks {
-                    offs[t + 1] = offs[t] + counts[t];
-                }
-                if offs[tasks] > cap {
-                    // Which boxes stay whole depends on the records before
-                    // them: the serial room rule decides.
-                    self.fresh(src, frame, n, &mut |_| {});
-                    return;
-                }
-            }
-        }
-        let total = offs[tasks];
         let depth = frame.depth;
         let sort_total = K::sort_bits(depth);
+        // Codes the boxes of task `t` into `out` (which has room).
+        let code = |t: usize, out: &mut [KdRecord<K>]| {
+            let mut c = Coded::EMPTY;
+            let mut w = 0usize;
+            let mut splitter = Splitter::<K>::new();
+            let (lo, hi) = range(t);
+            for id in lo..hi {
+                let Some(b) = src.get(id) else { continue };
+                if !frame.inside(&b) {
+                    c.clamped += 1;
+                }
+                let q = frame.qbox::<K, B>(&b);
+                let id = id as u32;
+                match gain {
+                    Some(g) => {
+                        let pieces = splitter.split(&frame, &q, g);
+                        let count = pieces.len();
+                        for p in pieces {
+                            if let Some(o) = out.get_mut(w) {
+                                *o = KdRecord::new(p.key, id, count, p.index);
+                            }
+                            w += 1;
+                        }
+                        if count > 1 {
+                            c.split += 1;
+                        }
+                    }
+                    None => {
+                        if let Some(o) = out.get_mut(w) {
+                            *o = KdRecord::new(frame.whole_key::<K>(&q).0, id, 1, 0);
+                        }
+                        w += 1;
+                    }
+                }
+            }
+            c.count = w;
+            for r in out.iter().take(w) {
+                let sk = sort_key::<K>(r.key, depth, sort_total);
+                c.or |= sk;
+                c.and &= sk;
+            }
+            c
+        };
         let mut coded = [Coded::EMPTY; BUILD_TASKS];
-        {
+        // Each task's first record.
+        let mut offs = [0usize; BUILD_TASKS + 1];
+        if gain.is_some() && cap / MAX_PIECES >= ids {
+            // Room for every id's largest split: each task codes into its
+            // own stretch of the scratch buffer (MAX_PIECES records per id),
+            // and the stretches are then packed into the records in order.
+            let stride = MAX_PIECES * grain;
+            exec.run(
+                tasks,
+                (
+                    Parts::chunks(self.scratch.as_mut(), stride),
+                    Parts::chunks(&mut coded[..tasks], 1),
+                ),
+                |t, (mut ps, mut pc)| {
+                    let c = code(t, ps.slice());
+                    if let Some(slot) = pc.slice().first_mut() {
+                        *slot = c;
+                    }
+                },
+            );
+            for t in 0..tasks {
+                offs[t + 1] = offs[t] + coded[t].count;
+            }
             let offs = &offs;
             let cuts = |t: usize| offs.get(t).copied().unwrap_or(usize::MAX);
-            let recs = &mut self.records.as_mut()[..total];
+            let staged = self.scratch.as_ref();
+            exec.run(
+                tasks,
+                Parts::cut(&mut self.records.as_mut()[..offs[tasks]], cuts),
+                |t, mut pr| {
+                    let dst = pr.slice();
+                    let at = t * stride;
+                    if let Some(src) = staged.get(at..at + dst.len()) {
+                        dst.copy_from_slice(src);
+                    }
+                },
+            );
+        } else {
+            match gain {
+                None => {
+                    for (t, s) in scans.iter().enumerate() {
+                        offs[t + 1] = offs[t] + s.n;
+                    }
+                }
+                Some(g) => {
+                    // A counting pass gives each task's records.
+                    let mut counts = [0usize; BUILD_TASKS];
+                    exec.run(
+                        tasks,
+                        Parts::chunks(&mut counts[..tasks], 1),
+                        |t, mut part| {
+                            let mut splitter = Splitter::<K>::new();
+                            let mut c = 0usize;
+                            let (lo, hi) = range(t);
+                            for id in lo..hi {
+                                if let Some(b) = src.get(id) {
+                                    let q = frame.qbox::<K, B>(&b);
+                                    c += splitter.split(&frame, &q, g).len();
+                                }
+                            }
+                            if let Some(slot) = part.slice().first_mut() {
+                                *slot = c;
+                            }
+                        },
+                    );
+                    for t in 0..tasks {
+                        offs[t + 1] = offs[t] + counts[t];
+                    }
+                    if offs[tasks] > cap {
+                        // Which boxes stay whole depends on the records
+                        // before them: the serial room rule decides.
+                        self.fresh(src, frame, n, &mut |_| {});
+                        return;
+                    }
+                }
+            }
+            let offs = &offs;
+            let cuts = |t: usize| offs.get(t).copied().unwrap_or(usize::MAX);
+            let recs = &mut self.records.as_mut()[..offs[tasks]];
             exec.run(
                 tasks,
                 (
@@ -410,51 +495,14 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
                     Parts::chunks(&mut coded[..tasks], 1),
                 ),
                 |t, (mut pr, mut pc)| {
-                    let out = pr.slice();
-                    let mut c = Coded::EMPTY;
-                    let mut w = 0usize;
-                    let mut splitter = Splitter::<K>::new();
-                    let (lo, hi) = range(t);
-                    for id in lo..hi {
-                        let Some(b) = src.get(id) else { continue };
-                        if !frame.inside(&b) {
-                            c.clamped += 1;
-                        }
-                        let q = frame.qbox::<K, B>(&b);
-                        let id = id as u32;
-                        match gain {
-                            Some(g) => {
-                                let pieces = splitter.split(&frame, &q, g);
-                                let count = pieces.len();
-                                for p in pieces {
-                                    if let Some(o) = out.get_mut(w) {
-                                        *o = KdRecord::new(p.key, id, count, p.index);
-                                    }
-                                    w += 1;
-                                }
-                                if count > 1 {
-                                    c.split += 1;
-                                }
-                            }
-                            None => {
-                                if let Some(o) = out.get_mut(w) {
-                                    *o = KdRecord::new(frame.whole_key::<K>(&q).0, id, 1, 0);
-                                }
-                                w += 1;
-                            }
-                        }
-                    }
-                    for r in out.iter() {
-                        let sk = sort_key::<K>(r.key, depth, sort_total);
-                        c.or |= sk;
-                        c.and &= sk;
-                    }
+                    let c = code(t, pr.slice());
                     if let Some(slot) = pc.slice().first_mut() {
                         *slot = c;
                     }
                 },
             );
         }
+        let total = offs[tasks];
         let mut stats = KdStats {
             elements: n,
             records: total,
