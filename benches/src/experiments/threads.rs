@@ -11,7 +11,7 @@
 //! average with the provenance so that a figure taken on a busy machine is
 //! read as such. Writes `THREADS_REPORT.md` (or prints with `--print`).
 
-use std::fmt::Write as _;
+use core::fmt::Write as _;
 use std::process::ExitCode;
 
 /// One measured line: a workload at one thread count.

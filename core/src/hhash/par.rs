@@ -47,7 +47,7 @@ where
 
     /// [`for_each_candidate_pair`](Self::for_each_candidate_pair) on
     /// `exec`: a stale table is rehashed first (on the calling thread, see
-    /// the [module](self) notes), then task `t` runs the queries of the
+    /// [Parallel forms](crate::hhash#parallel-forms)), then task `t` runs the queries of the
     /// objects of ids `1024·t .. 1024·(t+1)` and calls
     /// `f(&mut sinks[t], a, b)`. The sinks, concatenated in order, hold the
     /// serial pairs in the serial order, for every executor.

@@ -40,6 +40,30 @@
 //! lost; boxes far outside the root pile up in the boundary cells and cost
 //! speed, never correctness. [`KdStats::clamped`] counts them.
 //!
+//! # Parallel forms
+//!
+//! [`LinearKdTree::par_build`] (and the rebuild inside
+//! [`KdBroadPhase`]'s `par_for_each_overlap`) runs the build as tasks on an
+//! [`Executor`](crate::exec::Executor), with the same records, frame and
+//! stats as [`LinearKdTree::build`] (but [`KdStats::sort_passes`]): the
+//! validation and bounds, the codes (per-task stretches of the scratch
+//! buffer packed in order when the buffers hold 8 records per box, a
+//! counting pass otherwise), and from 2¹⁶ records a parallel radix sort
+//! (each chunk counting-sorts itself by the top 8 varying bits of the sort
+//! key, destination tasks gather their digits' segments into disjoint output
+//! ranges, then every bucket is radix-sorted on its own; stable, so the
+//! serial order). Serial: the coding when the buffers cannot hold every
+//! box's full split (which boxes stay whole depends on the records before
+//! them), [`SortAlgo::Comparison`] (unstable: its tie order cannot be
+//! reproduced in pieces), the bounded insertion sort of temporal reuse (its
+//! keys are recomputed in parallel), and the edge sum that chooses the bits
+//! in the rare case where the parallel sum's rounding leaves the choice
+//! open. [`LinearKdTree::par_for_each_candidate_pair`] and
+//! `par_for_each_overlap` sweep near-equal ranges of the sorted records in
+//! tasks of 4096 boxes, one sink per task; the sinks in order hold the
+//! serial pairs in the serial order. Stack: about 40 KiB on the calling
+//! thread (per-task results and the sort's 32 × 256 histograms).
+//!
 //! # Memory
 //!
 //! Two record buffers of `R` records (records and sort scratch), each record

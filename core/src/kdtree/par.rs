@@ -141,7 +141,8 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
     /// same records in the same order, the same frame and the same
     /// [`KdStats`] (except [`KdStats::sort_passes`], which counts the
     /// parallel sort's passes: its partition plus the most passes a bucket
-    /// needed). See the [module](self) notes for what stays serial.
+    /// needed). See [Parallel forms](crate::kdtree#parallel-forms) for
+    /// what stays serial.
     ///
     /// # Errors
     /// As [`build`](Self::build); on error the previous build is kept.
@@ -710,8 +711,8 @@ fn par_radix<E: Executor, K: LocCode>(
             }
             let mut w = 0;
             for v in v0..v1 {
-                for (t, c) in cur.iter_mut().enumerate().take(tasks) {
-                    let len = hist[t][v] as usize;
+                for (h, c) in hist.iter().zip(cur.iter_mut()) {
+                    let len = h[v] as usize;
                     if let (Some(d), Some(s)) = (out.get_mut(w..w + len), b.get(*c..*c + len)) {
                         d.copy_from_slice(s);
                     }
