@@ -289,6 +289,36 @@ fn large_builds_use_the_parallel_sort_and_match_serial() {
     assert!(t.records() == s.records());
 }
 
+/// A few boxes spanning the scene sit at the root with runs of every
+/// record: the sweep's cuts fall inside those runs.
+#[test]
+fn boxes_spanning_the_scene_are_cut_inside_their_runs() {
+    for n in [3000usize, 30_000] {
+        let mut sc = moving_cubes::<Aabb3>(n, 17);
+        let e = sc.extent;
+        for k in 0..20 {
+            let f = k as f32 / 40.0;
+            sc.boxes.push(
+                Aabb3::try_new(
+                    Point::from_fn(|a| e.coord(a) * f),
+                    Point::from_fn(|a| e.coord(a) * (1.0 - f)),
+                )
+                .unwrap(),
+            );
+        }
+        for (cname, c) in configs::<Aabb3>() {
+            let records = 8 * sc.boxes.len();
+            check_tree::<Aabb3, u64>(
+                &sc.boxes,
+                c,
+                records,
+                n < 10_000,
+                &format!("spanning {n} {cname}"),
+            );
+        }
+    }
+}
+
 #[test]
 fn temporal_reuse_in_parallel_matches_serial_over_steps() {
     for split in [Cut::None, Cut::Volume { min_gain_log2: 0 }] {

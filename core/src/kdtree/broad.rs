@@ -1,9 +1,9 @@
 //! [`KdBroadPhase`]: the linear kd-tree behind the [`BroadPhase`] trait.
 
 use crate::error::{Corruption, Error, Validate, ensure};
-use crate::exec::{Executor, task_count};
+use crate::exec::Executor;
 use crate::geom::{BoundingBox, Point};
-use crate::kdtree::par::SWEEP_GRAIN;
+use crate::kdtree::par::sweep_tasks;
 use crate::kdtree::{
     BoxSource, Candidates, KdConfig, KdRecord, KdStats, LinearKdTree, LocCode, MAX_ELEMENTS,
 };
@@ -257,9 +257,9 @@ impl<B: BoundingBox, K: LocCode, S: Storage<KdSlot<B>>, R: Storage<KdRecord<K>>>
         Ok(())
     }
 
-    /// One task per 4096 stored boxes (at least one).
+    /// One task per 4096 stored boxes (at least one, at most 256).
     fn overlap_tasks(&self) -> usize {
-        task_count(self.len, SWEEP_GRAIN)
+        sweep_tasks(self.len)
     }
 
     /// Rebuilds if needed with [`LinearKdTree::par_build`]'s parallel build

@@ -59,10 +59,13 @@
 //! keys are recomputed in parallel), and the edge sum that chooses the bits
 //! in the rare case where the parallel sum's rounding leaves the choice
 //! open. [`LinearKdTree::par_for_each_candidate_pair`] and
-//! `par_for_each_overlap` sweep near-equal ranges of the sorted records in
-//! tasks of 4096 boxes, one sink per task; the sinks in order hold the
-//! serial pairs in the serial order. Stack: about 40 KiB on the calling
-//! thread (per-task results and the sort's 32 × 256 histograms).
+//! `par_for_each_overlap` cut the sweep into one task per 4096 boxes (at
+//! most 256) of near-equal work: a record's work is its run (the records
+//! below its node, found by a galloping search), and a cut may fall inside
+//! the run of a box high in the tree. One sink per task; the sinks in order
+//! hold the serial pairs in the serial order. Stack: about 45 KiB on the
+//! calling thread (per-task results, the sweep's cuts and the sort's
+//! 32 × 256 histograms).
 //!
 //! # Memory
 //!
@@ -368,9 +371,14 @@ pub(crate) fn rekey_record<B: BoundingBox, K: LocCode, S: BoxSource<B> + ?Sized>
     Some((clamped, count > 1 && r.piece() == 0))
 }
 
-/// The sweep of the records `lo..hi` of `recs` (each paired with the
-/// records after it, in the whole array): the pairs of the full sweep whose
-/// first record lies in the range, in the same order.
+/// A place in the sweep's sequence of steps: `(i, u)` is step `u` of
+/// record `i`, where step 0 is the record's own (no pair) and step `u ≥ 1`
+/// meets record `i + u`. The serial sweep runs from `(0, 0)` to
+/// `(len, 0)`.
+pub(crate) type SweepAt = (usize, usize);
+
+/// The sweep's steps from `from` up to (not including) `to` (see
+/// [`SweepAt`]): the pairs of the full sweep met there, in the same order.
 #[inline(always)]
 pub(crate) fn sweep_records<
     B: BoundingBox,
@@ -382,16 +390,24 @@ pub(crate) fn sweep_records<
     frame: &Frame,
     src: &S,
     mode: Candidates,
-    lo: usize,
-    hi: usize,
+    from: SweepAt,
+    to: SweepAt,
     mut f: F,
 ) {
-    let hi = hi.min(recs.len());
-    let lo = lo.min(hi);
-    for (k, r) in recs[lo..hi].iter().enumerate() {
-        let i = lo + k;
+    let len = recs.len();
+    let (ia, ua) = from;
+    let (ib, ub) = to;
+    let end = if ub == 0 { ib } else { ib.saturating_add(1) }.min(len);
+    for i in ia.min(end)..end {
+        let r = &recs[i];
         let a = r.id();
-        let rest = &recs[i + 1..];
+        let first = i + 1 + if i == ia { ua.saturating_sub(1) } else { 0 };
+        let stop = if i == ib {
+            i.saturating_add(ub).min(len)
+        } else {
+            len
+        };
+        let rest = recs.get(first..stop.max(first)).unwrap_or(&[]);
         match mode {
             Candidates::Raw => {
                 for s in rest {
@@ -930,19 +946,8 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
         mode: Candidates,
         f: F,
     ) {
-        self.sweep_range(src, mode, 0, self.nrec, f);
-    }
-
-    pub(crate) fn sweep_range<S: BoxSource<B> + ?Sized, F: FnMut(u32, u32)>(
-        &self,
-        src: &S,
-        mode: Candidates,
-        lo: usize,
-        hi: usize,
-        f: F,
-    ) {
         let Some(frame) = self.frame else { return };
-        sweep_records::<B, K, S, F>(self.records(), &frame, src, mode, lo, hi, f);
+        sweep_records::<B, K, S, F>(self.records(), &frame, src, mode, (0, 0), (self.nrec, 0), f);
     }
 
     /// Calls `f(id)` once for every box of the last build overlapping

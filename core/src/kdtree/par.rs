@@ -47,7 +47,7 @@
 //! other memory: the records and scratch buffers are the tree's own.
 
 use crate::error::Error;
-use crate::exec::{Executor, Parts, task_count, task_split};
+use crate::exec::{Executor, Parts, task_split};
 use crate::geom::{BoundingBox, Point};
 use crate::storage::Storage;
 
@@ -72,7 +72,9 @@ const SORT_GROUPS: usize = 64;
 /// Fewer records than this are sorted serially by the parallel build.
 const PAR_SORT_MIN: usize = 1 << 16;
 /// Boxes per task of the parallel sweep.
-pub(crate) const SWEEP_GRAIN: usize = 1 << 12;
+const SWEEP_GRAIN: usize = 1 << 12;
+/// Most tasks of the parallel sweep (their cuts live on the stack).
+const SWEEP_TASKS: usize = 256;
 
 /// What one scan task found.
 #[derive(Clone, Copy)]
@@ -545,9 +547,10 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
 
     /// How many sinks
     /// [`par_for_each_candidate_pair`](Self::par_for_each_candidate_pair)
-    /// fills: one per task of 4096 boxes of the last build (at least one).
+    /// fills: one per 4096 boxes of the last build (at least one, at most
+    /// 256).
     pub fn candidate_tasks(&self) -> usize {
-        task_count(self.elements, SWEEP_GRAIN)
+        sweep_tasks(self.elements)
     }
 
     /// [`for_each_candidate_pair`](Self::for_each_candidate_pair) on
@@ -590,7 +593,14 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
     }
 
     /// The sweep in [`candidate_tasks`](Self::candidate_tasks) tasks of
-    /// near-equal record ranges; `sinks` holds one per task.
+    /// near-equal work; `sinks` holds one per task.
+    ///
+    /// A record's work is one step of its own plus one per record below its
+    /// node (its run, found by a galloping search): tasks over equal record
+    /// ranges sum their work, and each cut of the total into equal shares
+    /// is placed, by the task whose range holds it, at a step of the
+    /// sweep, inside a run if need be (a box high in the tree has a run of
+    /// many records). The cuts depend on the records alone.
     pub(crate) fn par_sweep<E, S, T, F>(
         &self,
         exec: &E,
@@ -604,9 +614,59 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
         T: Send,
         F: Fn(&mut T, u32, u32) + Sync,
     {
-        let tasks = self.candidate_tasks().min(sinks.len());
+        let tasks = self.candidate_tasks().min(sinks.len()).min(SWEEP_TASKS);
         let Some(frame) = self.frame else { return };
         let recs = self.records();
+        let n = recs.len();
+        // The work of each record range.
+        let mut work = [0u64; SWEEP_TASKS + 1];
+        exec.run(
+            tasks,
+            Parts::chunks(&mut work[1..=tasks], 1),
+            |t, mut part| {
+                let (lo, hi) = share(n, t, tasks);
+                let w: u64 = (lo..hi).map(|i| 1 + run_len(recs, i) as u64).sum();
+                if let Some(slot) = part.slice().first_mut() {
+                    *slot = w;
+                }
+            },
+        );
+        for t in 0..tasks {
+            work[t + 1] += work[t];
+        }
+        let total = work[tasks];
+        // Cut k at the step where the work done reaches total · k / tasks.
+        let mut cuts = [(0usize, 0usize); SWEEP_TASKS + 1];
+        cuts[tasks] = (n, 0);
+        {
+            let work = &work;
+            exec.run(
+                tasks.saturating_sub(1),
+                Parts::chunks(&mut cuts[1..tasks], 1),
+                |k, mut part| {
+                    let target = (total as u128 * (k + 1) as u128 / tasks as u128) as u64;
+                    // The range holding the target, then the record.
+                    let t = work[1..=tasks]
+                        .partition_point(|&w| w <= target)
+                        .min(tasks - 1);
+                    let (lo, hi) = share(n, t, tasks);
+                    let mut done = work[t];
+                    let mut at = (hi, 0);
+                    for i in lo..hi {
+                        let w = 1 + run_len(recs, i) as u64;
+                        if done + w > target {
+                            at = (i, (target - done) as usize);
+                            break;
+                        }
+                        done += w;
+                    }
+                    if let Some(slot) = part.slice().first_mut() {
+                        *slot = at;
+                    }
+                },
+            );
+        }
+        let cuts = &cuts;
         exec.run(
             tasks,
             Parts::chunks(&mut sinks[..tasks], 1),
@@ -614,11 +674,40 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
                 let Some(sink) = part.slice().first_mut() else {
                     return;
                 };
-                let (lo, hi) = share(recs.len(), t, tasks);
-                sweep_records::<B, K, S, _>(recs, &frame, src, mode, lo, hi, |a, b| f(sink, a, b));
+                sweep_records::<B, K, S, _>(
+                    recs,
+                    &frame,
+                    src,
+                    mode,
+                    cuts[t],
+                    cuts[t + 1],
+                    |a, b| f(sink, a, b),
+                );
             },
         );
     }
+}
+
+/// How many records after record `i` lie in its node (they follow it
+/// contiguously in prefix order): a galloping search.
+#[inline]
+fn run_len<K: LocCode>(recs: &[KdRecord<K>], i: usize) -> usize {
+    let Some(r) = recs.get(i) else { return 0 };
+    let rest = &recs[i + 1..];
+    let inside = |s: &KdRecord<K>| K::contains(r.key, s.key);
+    let mut hi = 1;
+    while hi <= rest.len() && inside(&rest[hi - 1]) {
+        hi *= 2;
+    }
+    let lo = hi / 2;
+    let hi = hi.min(rest.len());
+    lo + rest[lo..hi].partition_point(inside)
+}
+
+/// Tasks of the parallel sweep for `n` boxes: one per 4096, at most
+/// [`SWEEP_TASKS`].
+pub(crate) fn sweep_tasks(n: usize) -> usize {
+    task_split(n, SWEEP_GRAIN, SWEEP_TASKS).0
 }
 
 /// Sorts `a` in prefix order with `b` as scratch, as [`sort::radix`] does
