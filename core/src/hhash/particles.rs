@@ -2,7 +2,7 @@
 //! found by probing the cells around a point.
 
 use crate::error::Error;
-use crate::exec::{Executor, Parts, Serial, task_count, task_split};
+use crate::exec::{Executor, Parts, task_count, task_split};
 use crate::geom::{BoundingBox, Point};
 use crate::storage::Storage;
 use crate::traits::NeighborSearch;
@@ -103,13 +103,20 @@ where
     En: Storage<HashEntry>,
     Pt: Storage<B::Point>,
 {
-    /// The particle build, its checks and copy run as tasks on `exec`.
-    fn build_on<E: Executor>(
+    /// The particle build; `check` finds the first bad position (in index
+    /// order) under the build's configuration, `copy` fills the particle
+    /// buffer's first `n` slots with the positions.
+    fn build_with<C, W>(
         &mut self,
-        exec: &E,
         positions: &[B::Point],
         radius: f32,
-    ) -> Result<(), Error> {
+        check: C,
+        copy: W,
+    ) -> Result<(), Error>
+    where
+        C: FnOnce(&HashConfig<B::Point>) -> Result<(), Error>,
+        W: FnOnce(&mut [B::Point]),
+    {
         crate::cell::check_radius(radius)?;
         let n = positions.len();
         if n > self.particles.as_ref().len() || n >= MAX_ELEMENTS {
@@ -126,29 +133,7 @@ where
         } else {
             self.config
         };
-        let (tasks, grain) = task_split(n, BUILD_GRAIN, BUILD_TASKS);
-        let mut errs = [None; BUILD_TASKS];
-        exec.run(
-            tasks,
-            Parts::chunks(&mut errs[..tasks], 1),
-            |t, mut part| {
-                let lo = t.saturating_mul(grain).min(n);
-                let hi = lo.saturating_add(grain).min(n);
-                let err = positions[lo..hi].iter().find_map(|p| {
-                    if !p.is_finite() {
-                        return Some(Error::NonFinite);
-                    }
-                    config.stored_cell(*p).err()
-                });
-                if let Some(slot) = part.slice().first_mut() {
-                    *slot = err;
-                }
-            },
-        );
-        // The first bad position in index order, as a serial check finds.
-        if let Some(e) = errs[..tasks].iter().find_map(|e| *e) {
-            return Err(e);
-        }
+        check(&config)?;
         let objects_need = if config != self.config {
             self.objects_need(&config)?
         } else {
@@ -161,22 +146,23 @@ where
         if config != self.config {
             self.adopt(config, objects_need);
         }
-        exec.run(
-            tasks,
-            Parts::chunks(&mut self.particles.as_mut()[..n], grain),
-            |_, mut part| {
-                let start = part.start();
-                let dst = part.slice();
-                if let Some(src) = positions.get(start..start + dst.len()) {
-                    dst.copy_from_slice(src);
-                }
-            },
-        );
+        copy(&mut self.particles.as_mut()[..n]);
         self.n_particles = n as u32;
         self.radius = radius;
         self.rebuild();
         Ok(())
     }
+}
+
+/// The first position that is not finite or not in the cell range.
+fn check_positions<P: Point>(config: &HashConfig<P>, positions: &[P]) -> Result<(), Error> {
+    for p in positions {
+        if !p.is_finite() {
+            return Err(Error::NonFinite);
+        }
+        config.stored_cell(*p)?;
+    }
+    Ok(())
 }
 
 impl<S, B, Sl, Bk, En, Pt> NeighborSearch<B::Point> for ClassHash<S, B, Sl, Bk, En, Pt>
@@ -204,7 +190,12 @@ where
     /// [`Error::InvalidTableLength`] at first use; nothing changes on
     /// error.
     fn build(&mut self, positions: &[B::Point], radius: f32) -> Result<(), Error> {
-        self.build_on(&Serial, positions, radius)
+        self.build_with(
+            positions,
+            radius,
+            |config| check_positions(config, positions),
+            |dst| dst.copy_from_slice(positions),
+        )
     }
 
     /// [`build`](NeighborSearch::build) with the positions checked and
@@ -220,7 +211,34 @@ where
         positions: &[B::Point],
         radius: f32,
     ) -> Result<(), Error> {
-        self.build_on(exec, positions, radius)
+        let n = positions.len();
+        let (tasks, grain) = task_split(n, BUILD_GRAIN, BUILD_TASKS);
+        let check = |config: &HashConfig<B::Point>| {
+            let mut errs = [None; BUILD_TASKS];
+            exec.run(
+                tasks,
+                Parts::chunks(&mut errs[..tasks], 1),
+                |t, mut part| {
+                    let lo = t.saturating_mul(grain).min(n);
+                    let hi = lo.saturating_add(grain).min(n);
+                    if let Some(slot) = part.slice().first_mut() {
+                        *slot = check_positions(config, &positions[lo..hi]).err();
+                    }
+                },
+            );
+            // The first bad position in index order, as the serial check.
+            errs[..tasks].iter().find_map(|e| *e).map_or(Ok(()), Err)
+        };
+        let copy = |dst: &mut [B::Point]| {
+            exec.run(tasks, Parts::chunks(dst, grain), |_, mut part| {
+                let start = part.start();
+                let dst = part.slice();
+                if let Some(src) = positions.get(start..start + dst.len()) {
+                    dst.copy_from_slice(src);
+                }
+            });
+        };
+        self.build_with(positions, radius, check, copy)
     }
 
     fn len(&self) -> usize {
