@@ -598,9 +598,11 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
     /// A record's work is one step of its own plus one per record below its
     /// node (its run, found by a galloping search): tasks over equal record
     /// ranges sum their work, and each cut of the total into equal shares
-    /// is placed, by the task whose range holds it, at a step of the
-    /// sweep, inside a run if need be (a box high in the tree has a run of
-    /// many records). The cuts depend on the records alone.
+    /// is placed at the start of the range that holds it, or, in a range
+    /// of more than twice the mean work, at the very step of the sweep
+    /// where the work reaches it, inside a run if need be (a box high in
+    /// the tree has a run of many records). The cuts depend on the records
+    /// alone.
     pub(crate) fn par_sweep<E, S, T, F>(
         &self,
         exec: &E,
@@ -651,8 +653,13 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
                         .min(tasks - 1);
                     let (lo, hi) = share(n, t, tasks);
                     let mut done = work[t];
-                    let mut at = (hi, 0);
-                    for i in lo..hi {
+                    let mut at = (lo, 0);
+                    // A range of at most twice the mean work is cut at its
+                    // start; a heavier one (long runs) where the work
+                    // reaches the target.
+                    let heavy = (work[t + 1] - done) * tasks as u64 > 2 * total;
+                    let scan = if heavy { hi } else { lo };
+                    for i in lo..scan {
                         let w = 1 + run_len(recs, i) as u64;
                         if done + w > target {
                             at = (i, (target - done) as usize);
