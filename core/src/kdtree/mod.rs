@@ -60,9 +60,9 @@
 //! in the rare case where the parallel sum's rounding leaves the choice
 //! open. [`LinearKdTree::par_for_each_candidate_pair`] and
 //! `par_for_each_overlap` cut the sweep into one task per 4096 boxes (at
-//! most 256) of near-equal work: a record's work is its run (the records
-//! below its node, found by a galloping search), and a cut may fall inside
-//! the run of a box high in the tree. One sink per task; the sinks in order
+//! most 256) of near-equal work: a record's work is one step plus its run
+//! (the records below its node, found by a galloping search) when that run
+//! is long, and a cut may fall inside the run of a box high in the tree. One sink per task; the sinks in order
 //! hold the serial pairs in the serial order. Stack: about 45 KiB on the
 //! calling thread (per-task results, the sweep's cuts and the sort's
 //! 32 × 256 histograms).

@@ -595,8 +595,8 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
     /// The sweep in [`candidate_tasks`](Self::candidate_tasks) tasks of
     /// near-equal work; `sinks` holds one per task.
     ///
-    /// A record's work is one step of its own plus one per record below its
-    /// node (its run, found by a galloping search): tasks over equal record
+    /// A record's work is one step of its own plus, for a long run, one per
+    /// record below its node (found by a galloping search): tasks over equal record
     /// ranges sum their work, and each cut of the total into equal shares
     /// is placed at the start of the range that holds it, or, in a range
     /// of more than twice the mean work, at the very step of the sweep
@@ -627,7 +627,7 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
             Parts::chunks(&mut work[1..=tasks], 1),
             |t, mut part| {
                 let (lo, hi) = share(n, t, tasks);
-                let w: u64 = (lo..hi).map(|i| 1 + run_len(recs, i) as u64).sum();
+                let w: u64 = (lo..hi).map(|i| weight(recs, i)).sum();
                 if let Some(slot) = part.slice().first_mut() {
                     *slot = w;
                 }
@@ -660,7 +660,7 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
                     let heavy = (work[t + 1] - done) * tasks as u64 > 2 * total;
                     let scan = if heavy { hi } else { lo };
                     for i in lo..scan {
-                        let w = 1 + run_len(recs, i) as u64;
+                        let w = weight(recs, i);
                         if done + w > target {
                             at = (i, (target - done) as usize);
                             break;
@@ -692,6 +692,21 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
                 );
             },
         );
+    }
+}
+
+/// Runs shorter than this count as no run in the sweep's work estimate.
+const LONG_RUN: usize = 64;
+
+/// The work the sweep's cuts count for record `i`: one step of its own,
+/// plus its run when the run is long (at least [`LONG_RUN`] records, one
+/// test; the short runs of most records spread evenly and are not worth a
+/// search each). A step the cuts may fall on: at most `1 + run`.
+#[inline]
+fn weight<K: LocCode>(recs: &[KdRecord<K>], i: usize) -> u64 {
+    match (recs.get(i), recs.get(i + LONG_RUN)) {
+        (Some(r), Some(s)) if K::contains(r.key, s.key) => 1 + run_len(recs, i) as u64,
+        _ => 1,
     }
 }
 
