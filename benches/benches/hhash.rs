@@ -11,6 +11,12 @@
 //!   a radius giving about 3 neighbours per point; build + every point's
 //!   neighbour query: hierarchical hashing (`for_particles`, radius class
 //!   alone), `uniform::CellSortedHash` and kiddo's `ImmutableKdTree`.
+//! * `hhash-nns-threads/20000`: the hierarchical build + every point's
+//!   neighbours through the serial API and through the parallel forms
+//!   (`par_build`, then `par_gather` of the degrees) on 1 and 2 threads.
+//! * `hhash-pairs-threads/4096`: 4096 §4.1 objects, every exact
+//!   overlapping pair through the serial API and `par_for_each_overlap`
+//!   (a counter per task) on 1 and 2 threads, both schemes.
 //!
 //! Every structure's answer (candidate and hit counts, neighbour counts) is
 //! checked against the others before timing; a mismatch panics. The full
@@ -29,6 +35,7 @@ use spatium::hhash::{
 use spatium::table::{SLOTS_PER_OBJECT, table_len};
 use spatium::{Aabb2, BroadPhase, NeighborSearch, Vec2};
 use spatium_host::make::{self, VecClassHash};
+use spatium_host::par::HostExec;
 use spatium_host::pouchol::{
     SEGMENT_MAX, SQUARE_NNS, objects_2d, points_2d, segment_box, segment_hits, segments_2d,
 };
@@ -226,7 +233,77 @@ fn nns(c: &mut Criterion) {
     });
     g.bench_function("kiddo", |b| b.iter(|| kiddo_neighbours(black_box(&arr), r)));
     g.finish();
+
+    // The parallel forms on 1 and 2 threads beside the serial API: build +
+    // every neighbour once (degrees by a gather), wall clock.
+    let mut g = c.benchmark_group(format!("hhash-nns-threads/{POINTS}"));
+    quick(&mut g);
+    g.bench_function("serial-api", |b| {
+        b.iter(|| {
+            hh.build(black_box(&pts), r).unwrap();
+            hash_neighbours(&hh, POINTS)
+        })
+    });
+    let mut degrees = vec![0u32; POINTS];
+    for threads in [1, 2] {
+        let exec = HostExec::new(threads);
+        let mut step = |hh: &mut VecClassHash<Hierarchical, Aabb2>| {
+            hh.par_build(&exec, &pts, r).unwrap();
+            degrees.fill(0);
+            hh.par_gather(&exec, &mut degrees, |_, d, _, _| *d += 1)
+                .unwrap();
+            degrees.iter().map(|&d| u64::from(d)).sum::<u64>()
+        };
+        assert_eq!(step(&mut hh), want, "parallel hierarchical");
+        g.bench_function(format!("par-{threads}"), |b| b.iter(|| step(&mut hh)));
+    }
+    g.finish();
 }
 
-criterion_group!(benches, bp2d, nns);
+/// Exact object pairs through the serial API and the parallel form on 1 and
+/// 2 threads (per-task counters), hierarchical and multilevel.
+fn bp_threads(c: &mut Criterion) {
+    let objects = objects_2d(4 * OBJECTS, SEED);
+    let mut g = c.benchmark_group(format!("hhash-pairs-threads/{}", 4 * OBJECTS));
+    quick(&mut g);
+    fn run<S: Scheme>(
+        g: &mut BenchmarkGroup<'_, criterion::measurement::WallTime>,
+        objects: &[Aabb2],
+    ) {
+        let name = if S::HIERARCHICAL {
+            "hierarchical"
+        } else {
+            "multilevel"
+        };
+        let mut h = bp_hash::<S>(objects);
+        let mut want = 0u64;
+        h.for_each_overlap(|_, _| want += 1).unwrap();
+        g.bench_function(format!("{name}/serial-api"), |b| {
+            b.iter(|| {
+                let mut n = 0u64;
+                h.for_each_overlap(|_, _| n += 1).unwrap();
+                n
+            })
+        });
+        for threads in [1, 2] {
+            let exec = HostExec::new(threads);
+            let mut sinks = vec![0u64; h.overlap_tasks()];
+            let mut pairs = |h: &mut VecClassHash<S, Aabb2>| {
+                sinks.fill(0);
+                h.par_for_each_overlap(&exec, &mut sinks, |c, _, _| *c += 1)
+                    .unwrap();
+                sinks.iter().sum::<u64>()
+            };
+            assert_eq!(pairs(&mut h), want, "{name}: parallel pairs");
+            g.bench_function(format!("{name}/par-{threads}"), |b| {
+                b.iter(|| pairs(&mut h))
+            });
+        }
+    }
+    run::<Hierarchical>(&mut g, &objects);
+    run::<Multilevel>(&mut g, &objects);
+    g.finish();
+}
+
+criterion_group!(benches, bp2d, nns, bp_threads);
 criterion_main!(benches);

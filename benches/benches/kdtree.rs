@@ -12,7 +12,10 @@
 //!   and 50, temporal reuse against a fresh build each time;
 //! * `step/10000`: one broad-phase step (build or update, then every
 //!   overlapping pair) alternating between steps 49 and 50: kd exact, parry3d
-//!   `Bvh` refit, sweep and prune, hierarchical hash grid.
+//!   `Bvh` refit, sweep and prune, hierarchical hash grid;
+//! * `kd-threads/10000`: the same kd step through the serial API and through
+//!   the parallel forms (`par_build` + `par_for_each_candidate_pair`, a pair
+//!   counter per task) on 1 and 2 threads.
 //!
 //! Every exact variant's pair count is checked against the kd-tree's before
 //! timing; a mismatch panics. The full comparison (10⁴ to 5·10⁶, the paper's
@@ -27,6 +30,7 @@ use spatium::{Aabb3, BroadPhase, HhgConfig, UpdateStrategy};
 use spatium_benches::bp_peers::{ParryBvh, SweepAndPrune};
 use spatium_benches::settle::{PairSource, Settle};
 use spatium_host::make::{self, VecHhg};
+use spatium_host::par::HostExec;
 
 const N: usize = 10_000;
 
@@ -188,6 +192,47 @@ fn bench(c: &mut Criterion) {
             hhg.for_each_overlap(|_, _| n += 1).unwrap();
             n
         });
+        g.finish();
+    }
+
+    // The parallel forms on 1 and 2 threads beside the serial API (wall
+    // clock: criterion's default measurement).
+    {
+        let mut g = c.benchmark_group(format!("kd-threads/{N}"));
+        quick(&mut g);
+        let mut kd = tree(split);
+        let mut k = 0usize;
+        g.bench_function("serial-api", |b| {
+            b.iter(|| {
+                k += 1;
+                kd.build(sets[k % 2]).unwrap();
+                black_box(exact_pairs(&kd, sets[k % 2]))
+            })
+        });
+        for threads in [1, 2] {
+            let exec = HostExec::new(threads);
+            let mut kd = tree(split);
+            let mut step = |bx: &[Aabb3]| {
+                kd.par_build(&exec, bx).unwrap();
+                let mut sinks = vec![0u64; kd.candidate_tasks()];
+                kd.par_for_each_candidate_pair(
+                    &exec,
+                    bx,
+                    Candidates::Exact,
+                    &mut sinks,
+                    |c, _, _| *c += 1,
+                )
+                .unwrap();
+                sinks.iter().sum::<u64>()
+            };
+            assert_eq!(step(sets[1]), want, "par step disagrees with the kd-tree");
+            g.bench_function(format!("par-{threads}"), |b| {
+                b.iter(|| {
+                    k += 1;
+                    black_box(step(sets[k % 2]))
+                })
+            });
+        }
         g.finish();
     }
 }

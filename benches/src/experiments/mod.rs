@@ -33,6 +33,7 @@ pub mod neighbors;
 pub mod sph;
 pub mod threads;
 pub mod threads_hhg;
+pub mod threads_kd;
 pub mod threads_neighbors;
 pub mod threads_sph;
 

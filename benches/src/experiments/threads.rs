@@ -66,6 +66,8 @@ type Section = (&'static str, fn(&Setup) -> Vec<ThreadRow>);
 const SECTIONS: &[Section] = &[
     ("neighbors", super::threads_neighbors::rows),
     ("bp", super::threads_hhg::rows),
+    ("kd", super::threads_kd::kd_rows),
+    ("hhash", super::threads_kd::hhash_rows),
     ("sph", super::threads_sph::rows),
 ];
 

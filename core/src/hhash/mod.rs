@@ -103,6 +103,25 @@
 //! it, with no margin and no range limit beyond [`HHASH_RANGE_CELLS`] base
 //! cells from the origin.
 
+//! # Parallel forms
+//!
+//! The pair enumerations run as tasks on an
+//! [`Executor`](crate::exec::Executor), one sink per task, the sinks in
+//! order holding the serial answers in the serial order:
+//! [`ClassHash::par_for_each_candidate_pair`] and
+//! [`BroadPhase::par_for_each_overlap`](crate::BroadPhase::par_for_each_overlap)
+//! over ranges of 1024 object ids,
+//! [`NeighborSearch::par_for_each_pair`](crate::NeighborSearch::par_for_each_pair)
+//! over ranges of 2048 particles, and the trait's `par_gather` and
+//! `par_neighbor_lists` per particle. `par_build` checks and copies the
+//! positions in tasks. The rehash stays on the calling thread: storing an
+//! element prepends an entry to a bucket chosen by a hash anywhere in the
+//! table (and flags the buckets above it in hierarchical hashing), and the
+//! lists must be linked in the serial order; safe Rust can only hand tasks
+//! disjoint ranges of the table and of the pool, and no such split keeps
+//! an element's writes inside one task's ranges without memory beyond the
+//! four buffers.
+
 // One file per operation: classes and cell arithmetic (`config`), the
 // table's buffers and its insert / remove / rehash with the `BroadPhase`
 // impl (`table`), the cell walk every query shares (`walk`), box queries
@@ -110,6 +129,7 @@
 // and the `NeighborSearch` impl (`particles`), `Inspect` (`stats`) and
 // `Validate` (`validate`).
 mod config;
+mod par;
 mod particles;
 mod query;
 mod stats;
@@ -162,7 +182,7 @@ mod sealed {
 
 /// The key and query scheme of a [`ClassHash`]: [`Hierarchical`] or
 /// [`Multilevel`] (sealed).
-pub trait Scheme: sealed::Sealed + Copy + core::fmt::Debug + 'static {
+pub trait Scheme: sealed::Sealed + Copy + core::fmt::Debug + Send + Sync + 'static {
     /// `true` for additive top-down keys with `hasChildren` flags.
     const HIERARCHICAL: bool;
     /// Name used in corruption reports.

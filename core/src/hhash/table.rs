@@ -2,6 +2,7 @@
 //! stored in, removed from and rehashed into it (the [`BroadPhase`] side).
 
 use crate::error::Error;
+use crate::exec::Executor;
 use crate::geom::BoundingBox;
 use crate::storage::Storage;
 use crate::table::{FIBONACCI, NONE, fibonacci_slot};
@@ -428,6 +429,29 @@ where
     /// errors).
     fn query<F: FnMut(u32)>(&mut self, aabb: &B, f: F) -> Result<(), Error> {
         self.query_candidates(aabb, Candidates::Exact, f)
+    }
+
+    /// [`ClassHash::candidate_tasks`]: one per 1024 object ids.
+    fn overlap_tasks(&self) -> usize {
+        self.candidate_tasks()
+    }
+
+    /// The exact pairs of
+    /// [`ClassHash::par_for_each_candidate_pair`] (a stale table is
+    /// rehashed serially first); never fails but for too few sinks.
+    fn par_for_each_overlap<E, T, F>(
+        &mut self,
+        exec: &E,
+        sinks: &mut [T],
+        f: F,
+    ) -> Result<(), Error>
+    where
+        E: Executor,
+        T: Send,
+        F: Fn(&mut T, u32, u32) + Sync,
+        Self: Send + Sync,
+    {
+        self.par_for_each_candidate_pair(exec, Candidates::Exact, sinks, f)
     }
 }
 

@@ -58,12 +58,28 @@ where
     /// ```
     pub fn for_each_candidate_pair<F: FnMut(u32, u32)>(&mut self, mode: Candidates, mut f: F) {
         self.refresh();
+        self.pairs_of_range(0, self.slots.as_ref().len(), mode, &mut f);
+    }
+
+    /// The pairs of [`for_each_candidate_pair`](Self::for_each_candidate_pair)
+    /// found by the objects of ids `lo..hi`, in the same order, on a table
+    /// that is up to date.
+    #[inline(always)]
+    pub(super) fn pairs_of_range<F: FnMut(u32, u32)>(
+        &self,
+        lo: usize,
+        hi: usize,
+        mode: Candidates,
+        f: &mut F,
+    ) {
         let slots = self.slots.as_ref();
-        for (a, sa) in slots.iter().enumerate() {
+        let hi = hi.min(slots.len());
+        let lo = lo.min(hi);
+        for (k, sa) in slots[lo..hi].iter().enumerate() {
             if sa.level == NONE {
                 continue;
             }
-            let a = a as u32;
+            let a = (lo + k) as u32;
             let la = sa.level;
             // Pairs with a larger class are found here; equal classes by id.
             self.candidates_in(

@@ -1,7 +1,9 @@
 //! [`KdBroadPhase`]: the linear kd-tree behind the [`BroadPhase`] trait.
 
 use crate::error::{Corruption, Error, Validate, ensure};
+use crate::exec::Executor;
 use crate::geom::{BoundingBox, Point};
+use crate::kdtree::par::sweep_tasks;
 use crate::kdtree::{
     BoxSource, Candidates, KdConfig, KdRecord, KdStats, LinearKdTree, LocCode, MAX_ELEMENTS,
 };
@@ -145,6 +147,43 @@ impl<B: BoundingBox, K: LocCode, S: Storage<KdSlot<B>>, R: Storage<KdRecord<K>>>
         Ok(())
     }
 
+    /// [`for_each_candidate_pair`](Self::for_each_candidate_pair) on
+    /// `exec`: a stale tree is rebuilt in parallel (the same tree as the
+    /// serial rebuild), then task `t` sweeps its share of the records and
+    /// calls `f(&mut sinks[t], a, b)`. Needs
+    /// [`overlap_tasks`](BroadPhase::overlap_tasks) sinks; concatenated in
+    /// order they hold the serial pairs in the serial order.
+    ///
+    /// # Errors
+    /// [`Error::BufferTooSmall`] with too few sinks (nothing is called),
+    /// or the serial form's errors.
+    pub fn par_for_each_candidate_pair<E, T, F>(
+        &mut self,
+        exec: &E,
+        mode: Candidates,
+        sinks: &mut [T],
+        f: F,
+    ) -> Result<(), Error>
+    where
+        E: Executor,
+        T: Send,
+        F: Fn(&mut T, u32, u32) + Sync,
+    {
+        let tasks = self.overlap_tasks();
+        let available = sinks.len();
+        let sinks = sinks.get_mut(..tasks).ok_or(Error::BufferTooSmall {
+            needed: tasks,
+            available,
+        })?;
+        if self.dirty {
+            self.tree.par_build_from(exec, self.slots.as_ref())?;
+            self.dirty = false;
+        }
+        self.tree
+            .par_sweep(exec, self.slots.as_ref(), mode, sinks, f);
+        Ok(())
+    }
+
     fn present(&self, id: u32) -> Result<B, Error> {
         if id as usize >= self.capacity() {
             return Err(Error::IdOutOfRange { id });
@@ -216,6 +255,37 @@ impl<B: BoundingBox, K: LocCode, S: Storage<KdSlot<B>>, R: Storage<KdRecord<K>>>
         self.refresh()?;
         self.tree.query_in(self.slots.as_ref(), aabb, f);
         Ok(())
+    }
+
+    /// One task per 4096 stored boxes (at least one, at most 256).
+    fn overlap_tasks(&self) -> usize {
+        sweep_tasks(self.len)
+    }
+
+    /// Rebuilds if needed with [`LinearKdTree::par_build`]'s parallel build
+    /// (the same tree as the serial rebuild), then sweeps in
+    /// [`overlap_tasks`](BroadPhase::overlap_tasks) tasks of near-equal
+    /// record ranges: the sinks, concatenated in order, hold
+    /// [`for_each_overlap`](BroadPhase::for_each_overlap)'s pairs in its
+    /// order.
+    ///
+    /// # Errors
+    /// [`Error::BufferTooSmall`] with too few sinks (nothing is called), or
+    /// [`for_each_candidate_pair`](KdBroadPhase::for_each_candidate_pair)'s
+    /// errors.
+    fn par_for_each_overlap<E, T, F>(
+        &mut self,
+        exec: &E,
+        sinks: &mut [T],
+        f: F,
+    ) -> Result<(), Error>
+    where
+        E: Executor,
+        T: Send,
+        F: Fn(&mut T, u32, u32) + Sync,
+        Self: Send + Sync,
+    {
+        self.par_for_each_candidate_pair(exec, Candidates::Exact, sinks, f)
     }
 }
 

@@ -40,6 +40,33 @@
 //! lost; boxes far outside the root pile up in the boundary cells and cost
 //! speed, never correctness. [`KdStats::clamped`] counts them.
 //!
+//! # Parallel forms
+//!
+//! [`LinearKdTree::par_build`] (and the rebuild inside
+//! [`KdBroadPhase`]'s `par_for_each_overlap`) runs the build as tasks on an
+//! [`Executor`](crate::exec::Executor), with the same records, frame and
+//! stats as [`LinearKdTree::build`] (but [`KdStats::sort_passes`]): the
+//! validation and bounds, the codes (per-task stretches of the scratch
+//! buffer packed in order when the buffers hold 8 records per box, a
+//! counting pass otherwise), and from 2¹⁶ records a parallel radix sort
+//! (each chunk counting-sorts itself by the top 8 varying bits of the sort
+//! key, destination tasks gather their digits' segments into disjoint output
+//! ranges, then every bucket is radix-sorted on its own; stable, so the
+//! serial order). Serial: the coding when the buffers cannot hold every
+//! box's full split (which boxes stay whole depends on the records before
+//! them), [`SortAlgo::Comparison`] (unstable: its tie order cannot be
+//! reproduced in pieces), the bounded insertion sort of temporal reuse (its
+//! keys are recomputed in parallel), and the edge sum that chooses the bits
+//! in the rare case where the parallel sum's rounding leaves the choice
+//! open. [`LinearKdTree::par_for_each_candidate_pair`] and
+//! `par_for_each_overlap` cut the sweep into one task per 4096 boxes (at
+//! most 256) of near-equal work: a record's work is one step plus its run
+//! (the records below its node, found by a galloping search) when that run
+//! is long, and a cut may fall inside the run of a box high in the tree. One sink per task; the sinks in order
+//! hold the serial pairs in the serial order. Stack: about 45 KiB on the
+//! calling thread (per-task results, the sweep's cuts and the sort's
+//! 32 × 256 histograms).
+//!
 //! # Memory
 //!
 //! Two record buffers of `R` records (records and sort scratch), each record
@@ -51,6 +78,7 @@
 
 mod broad;
 mod code;
+mod par;
 mod plan;
 mod sort;
 
@@ -310,6 +338,129 @@ impl<B: BoundingBox> BoxSource<B> for [B] {
     #[inline(always)]
     fn get(&self, id: usize) -> Option<B> {
         <[B]>::get(self, id).copied()
+    }
+}
+
+/// The new key of one record of a reused build (temporal reuse), written in
+/// place; `None` when its box is gone or its split changed shape. Also says
+/// whether the record counts as a clamped box and as a split box (each box
+/// is counted at its piece 0).
+#[inline(always)]
+pub(crate) fn rekey_record<B: BoundingBox, K: LocCode, S: BoxSource<B> + ?Sized>(
+    src: &S,
+    frame: &Frame,
+    gain: Option<u32>,
+    splitter: &mut Splitter<K>,
+    r: &mut KdRecord<K>,
+) -> Option<(bool, bool)> {
+    let b = src.get(r.id() as usize)?;
+    let q = frame.qbox::<K, B>(&b);
+    let count = r.pieces();
+    let clamped = r.piece() == 0 && !frame.inside(&b);
+    let key = match gain {
+        None => frame.whole_key::<K>(&q).0,
+        Some(g) => {
+            let pieces = splitter.split(frame, &q, g);
+            if pieces.len() != count {
+                return None;
+            }
+            pieces.iter().find(|p| p.index == r.piece())?.key
+        }
+    };
+    r.key = key;
+    Some((clamped, count > 1 && r.piece() == 0))
+}
+
+/// A place in the sweep's sequence of steps: `(i, u)` is step `u` of
+/// record `i`, where step 0 is the record's own (no pair) and step `u ≥ 1`
+/// meets record `i + u`. The serial sweep runs from `(0, 0)` to
+/// `(len, 0)`.
+pub(crate) type SweepAt = (usize, usize);
+
+/// The sweep's steps from `from` up to (not including) `to` (see
+/// [`SweepAt`]): the pairs of the full sweep met there, in the same order.
+#[inline(always)]
+pub(crate) fn sweep_records<
+    B: BoundingBox,
+    K: LocCode,
+    S: BoxSource<B> + ?Sized,
+    F: FnMut(u32, u32),
+>(
+    recs: &[KdRecord<K>],
+    frame: &Frame,
+    src: &S,
+    mode: Candidates,
+    from: SweepAt,
+    to: SweepAt,
+    mut f: F,
+) {
+    let len = recs.len();
+    let (ia, ua) = from;
+    let (ib, ub) = to;
+    let end = if ub == 0 { ib } else { ib.saturating_add(1) }.min(len);
+    for i in ia.min(end)..end {
+        let r = &recs[i];
+        let a = r.id();
+        let first = i + 1 + if i == ia { ua.saturating_sub(1) } else { 0 };
+        let stop = if i == ib {
+            i.saturating_add(ub).min(len)
+        } else {
+            len
+        };
+        let rest = recs.get(first..stop.max(first)).unwrap_or(&[]);
+        match mode {
+            Candidates::Raw => {
+                for s in rest {
+                    if !K::contains(r.key, s.key) {
+                        break;
+                    }
+                    if s.id() != a {
+                        f(a, s.id());
+                    }
+                }
+            }
+            Candidates::Unique | Candidates::Exact => {
+                if rest.first().is_none_or(|s| !K::contains(r.key, s.key)) {
+                    continue;
+                }
+                let Some(ba) = src.get(a as usize) else {
+                    continue;
+                };
+                let qa = frame.qbox::<K, B>(&ba);
+                for s in rest {
+                    if !K::contains(r.key, s.key) {
+                        break;
+                    }
+                    let b = s.id();
+                    if b == a {
+                        continue;
+                    }
+                    let Some(bb) = src.get(b as usize) else {
+                        continue;
+                    };
+                    if mode == Candidates::Exact && !ba.overlaps(&bb) {
+                        continue;
+                    }
+                    let single = r.pieces() == 1 && s.pieces() == 1;
+                    if single && mode == Candidates::Exact {
+                        f(a, b);
+                        continue;
+                    }
+                    let qb = frame.qbox::<K, B>(&bb);
+                    if !qa.overlaps(&qb, B::Point::DIM) {
+                        continue;
+                    }
+                    // The pair belongs to the pieces holding the lowest
+                    // quantised point of the intersection. A box's
+                    // pieces have disjoint cells, so those are the ones
+                    // whose cells hold it; `s`'s cell lies in `r`'s, so
+                    // one test covers both.
+                    if single || K::contains(s.key, frame.point_key(&qa.meet_corner(&qb))) {
+                        f(a, b);
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -714,31 +865,11 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
         let mut split_elements = 0;
         let mut splitter = Splitter::<K>::new();
         for r in recs.iter_mut() {
-            let Some(b) = src.get(r.id() as usize) else {
+            let Some((c, s)) = rekey_record(src, frame, gain, &mut splitter, r) else {
                 return false;
             };
-            let q = frame.qbox::<K, B>(&b);
-            let count = r.pieces();
-            if r.piece() == 0 && !frame.inside(&b) {
-                clamped += 1;
-            }
-            let key = match gain {
-                None => frame.whole_key::<K>(&q).0,
-                Some(g) => {
-                    let pieces = splitter.split(frame, &q, g);
-                    if pieces.len() != count {
-                        return false;
-                    }
-                    match pieces.iter().find(|p| p.index == r.piece()) {
-                        Some(p) => p.key,
-                        None => return false,
-                    }
-                }
-            };
-            if count > 1 && r.piece() == 0 {
-                split_elements += 1;
-            }
-            r.key = key;
+            clamped += c as usize;
+            split_elements += s as usize;
         }
         mark(BuildPhase::Coded);
         let Some(moves) = sort::insertion(recs, frame.depth, 2 * len + 1024) else {
@@ -813,67 +944,10 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
         &self,
         src: &S,
         mode: Candidates,
-        mut f: F,
+        f: F,
     ) {
         let Some(frame) = self.frame else { return };
-        let recs = self.records();
-        for (i, r) in recs.iter().enumerate() {
-            let a = r.id();
-            let rest = &recs[i + 1..];
-            match mode {
-                Candidates::Raw => {
-                    for s in rest {
-                        if !K::contains(r.key, s.key) {
-                            break;
-                        }
-                        if s.id() != a {
-                            f(a, s.id());
-                        }
-                    }
-                }
-                Candidates::Unique | Candidates::Exact => {
-                    if rest.first().is_none_or(|s| !K::contains(r.key, s.key)) {
-                        continue;
-                    }
-                    let Some(ba) = src.get(a as usize) else {
-                        continue;
-                    };
-                    let qa = frame.qbox::<K, B>(&ba);
-                    for s in rest {
-                        if !K::contains(r.key, s.key) {
-                            break;
-                        }
-                        let b = s.id();
-                        if b == a {
-                            continue;
-                        }
-                        let Some(bb) = src.get(b as usize) else {
-                            continue;
-                        };
-                        if mode == Candidates::Exact && !ba.overlaps(&bb) {
-                            continue;
-                        }
-                        let single = r.pieces() == 1 && s.pieces() == 1;
-                        if single && mode == Candidates::Exact {
-                            f(a, b);
-                            continue;
-                        }
-                        let qb = frame.qbox::<K, B>(&bb);
-                        if !qa.overlaps(&qb, B::Point::DIM) {
-                            continue;
-                        }
-                        // The pair belongs to the pieces holding the lowest
-                        // quantised point of the intersection. A box's
-                        // pieces have disjoint cells, so those are the ones
-                        // whose cells hold it; `s`'s cell lies in `r`'s, so
-                        // one test covers both.
-                        if single || K::contains(s.key, frame.point_key(&qa.meet_corner(&qb))) {
-                            f(a, b);
-                        }
-                    }
-                }
-            }
-        }
+        sweep_records::<B, K, S, F>(self.records(), &frame, src, mode, (0, 0), (self.nrec, 0), f);
     }
 
     /// Calls `f(id)` once for every box of the last build overlapping

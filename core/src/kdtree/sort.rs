@@ -17,10 +17,21 @@ pub(crate) fn radix<K: LocCode>(
     dst: &mut [KdRecord<K>],
     depth: u32,
 ) -> (bool, u32) {
+    radix_low(src, dst, depth, K::sort_bits(depth))
+}
+
+/// [`radix`] over the low `total` bits of the sort key only (the caller
+/// knows the bits above are the same for every record).
+pub(crate) fn radix_low<K: LocCode>(
+    src: &mut [KdRecord<K>],
+    dst: &mut [KdRecord<K>],
+    depth: u32,
+    total: u32,
+) -> (bool, u32) {
     if src.len() < 1 << 16 {
-        radix_digits::<K, 8, 256>(src, dst, depth)
+        radix_digits::<K, 8, 256>(src, dst, depth, total)
     } else {
-        radix_digits::<K, 11, 2048>(src, dst, depth)
+        radix_digits::<K, 11, 2048>(src, dst, depth, total)
     }
 }
 
@@ -32,9 +43,9 @@ fn radix_digits<K: LocCode, const BITS: u32, const SIZE: usize>(
     src: &mut [KdRecord<K>],
     dst: &mut [KdRecord<K>],
     depth: u32,
+    total: u32,
 ) -> (bool, u32) {
     let n = src.len();
-    let total = K::sort_bits(depth);
     let mask = SIZE - 1;
     let mut in_dst = false;
     let mut passes = 0;
