@@ -703,8 +703,8 @@ where
 }
 
 /// Fills the blocked run index (stamps `stamp`, [`INDEX_BLOCKS`] blocks):
-/// on one worker in one pass over the runs, on several with each block a
-/// task that scans every run for those homed in it. Either way each block
+/// on one worker in one pass over the runs, on several with each task
+/// owning a group of blocks and scanning every run for those homed in it. Either way each block
 /// receives its runs in run order, so the table is the same. `false` if a
 /// block would hold more runs than half its slots (the table is then left
 /// partly filled).
@@ -741,29 +741,42 @@ fn index_blocked<E: crate::exec::Executor>(
         }
         return true;
     }
+    // Tasks own runs of whole blocks: as many tasks as workers (a power of
+    // two up to INDEX_BLOCKS), since each task scans every run once. Each
+    // block still receives its runs in run order, so the table does not
+    // depend on the grouping.
+    let mut tasks = 1;
+    while tasks * 2 <= exec.workers().min(INDEX_BLOCKS) {
+        tasks *= 2;
+    }
+    let per = INDEX_BLOCKS / tasks;
     let mut full = [false; INDEX_BLOCKS];
     exec.run(
-        INDEX_BLOCKS,
+        tasks,
         (
-            crate::exec::Parts::chunks(table, bl),
-            crate::exec::Parts::chunks(&mut full[..], 1),
+            crate::exec::Parts::chunks(table, per * bl),
+            crate::exec::Parts::chunks(&mut full[..tasks], 1),
         ),
-        |b, (mut block, mut full)| {
-            let block = block.slice();
-            let mut count = 0usize;
+        |t, (mut blocks, mut full)| {
+            let blocks = blocks.slice();
+            let mut counts = [0usize; INDEX_BLOCKS];
             for s in 0..runs {
                 let h = home(s);
-                if h >> shift != b {
+                let b = h >> shift;
+                if b / per != t {
                     continue;
                 }
-                count += 1;
-                if 2 * count > bl {
+                let local = b % per;
+                counts[local] += 1;
+                if 2 * counts[local] > bl {
                     if let Some(f) = full.slice().first_mut() {
                         *f = true;
                     }
                     return;
                 }
-                insert(block, h, s);
+                if let Some(block) = blocks.get_mut(local * bl..(local + 1) * bl) {
+                    insert(block, h, s);
+                }
             }
         },
     );
