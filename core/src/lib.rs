@@ -54,6 +54,17 @@
 //! in a [`PairCache`] to search once per force evaluation), with walls and
 //! obstacles behind any [`BroadPhase`].
 //!
+//! ## All cores
+//!
+//! [`exec`] is the task hook: every structure and the SPH step have
+//! parallel forms (`par_build`, `par_for_each_pair`, `par_gather`,
+//! `par_neighbor_lists`, `par_for_each_overlap`, [`sph::Fluid::par_step`])
+//! that take an [`exec::Executor`], cut their loops into tasks by input size
+//! and give each task disjoint pieces of the outputs; the results are
+//! bit-identical for every executor and number of workers.
+//! [`exec::Serial`] runs the tasks in order; the host crate has executors
+//! over rayon and `std::thread::scope`.
+//!
 //! ## Guarantees
 //!
 //! * `#![no_std]`, no `alloc`, `#![deny(unsafe_code)]`: the only `unsafe` is
