@@ -314,6 +314,8 @@ impl<P: Point, const K: usize> UniformWorld<P, K> {
             UniformOp::Search(SearchOp::Build(specs, r)) => {
                 let radius = r.value();
                 let points = SearchModel::<P>::resolve_all(specs, radius);
+                check_parallel(&self.sorted, &points, radius)
+                    .map_err(|e| format!("{} parallel: {e}", NAMES[0]))?;
                 self.build_all(&points, radius, [true; 3])
             }
             UniformOp::Search(op) => {
@@ -743,4 +745,74 @@ fn build_one<P: Point, N: NeighborSearch<P> + Validate>(
     );
     plausible(&got, points, radius)?;
     Ok(got)
+}
+
+/// The parallel forms of the cell-sorted hash against the serial ones, from
+/// the same state `pre`: `par_build` on three scoped threads gives the same
+/// outcome and structure as `build`, the per-task pair sinks concatenated
+/// are the serial pair sequence bit for bit, the gather sees every
+/// particle's serial neighbours, and the parallel lists equal the serial
+/// lists as sets.
+///
+/// # Errors
+/// What differs.
+pub fn check_parallel<P: Point>(
+    pre: &VecCellSorted<P>,
+    points: &[P],
+    radius: f32,
+) -> Result<(), String> {
+    use spatium::exec::Executor;
+    let exec = spatium_host::par::Threads::new(3);
+    ensure!(exec.workers() == 3, "three workers");
+    let mut ser = pre.clone();
+    let mut par = pre.clone();
+    let want = ser.build(points, radius);
+    let got = par.par_build(&exec, points, radius);
+    ensure!(got == want, "par_build {got:?}, build {want:?}");
+    ensure!(par.sorted() == ser.sorted(), "sorted particles differ");
+    ensure!(
+        par.len() == ser.len() && par.radius().to_bits() == ser.radius().to_bits(),
+        "len / radius"
+    );
+    ensure!(par.is_indexed() == ser.is_indexed(), "indexed");
+    ensure!(
+        par.input_was_sorted() == ser.input_was_sorted(),
+        "input_was_sorted"
+    );
+    par.validate().map_err(|e| format!("validate: {e}"))?;
+    let mut serial = Vec::new();
+    ser.for_each_pair(|i, j, d2| serial.push((i, j, d2.to_bits())));
+    let mut sinks = vec![Vec::new(); par.pair_tasks()];
+    par.par_for_each_pair(
+        &exec,
+        &mut sinks,
+        |k: &mut Vec<(u32, u32, u32)>, i, j, d2| k.push((i, j, d2.to_bits())),
+    )
+    .map_err(|e| format!("par_for_each_pair: {e}"))?;
+    ensure!(
+        sinks.concat() == serial,
+        "pair sinks differ from the serial sequence"
+    );
+    let n = par.len();
+    let mut lists = vec![Vec::new(); n];
+    par.par_gather(&exec, &mut lists, |_, l: &mut Vec<u32>, j, _| l.push(j))
+        .map_err(|e| format!("par_gather: {e}"))?;
+    let mut offsets = vec![0u32; n + 1];
+    let mut indices = vec![0u32; 2 * serial.len()];
+    let total = par
+        .par_neighbor_lists(&exec, &mut offsets, &mut indices)
+        .map_err(|e| format!("par_neighbor_lists: {e}"))?;
+    ensure!(total == 2 * serial.len(), "list total {total}");
+    for (i, l) in lists.iter_mut().enumerate() {
+        let mut want: Vec<u32> = Vec::new();
+        ser.for_each_neighbor(i as u32, |j, _| want.push(j))
+            .map_err(|e| format!("for_each_neighbor: {e}"))?;
+        want.sort_unstable();
+        l.sort_unstable();
+        ensure!(*l == want, "gather of {i}");
+        let mut li = indices[offsets[i] as usize..offsets[i + 1] as usize].to_vec();
+        li.sort_unstable();
+        ensure!(li == want, "list of {i}");
+    }
+    Ok(())
 }
