@@ -83,17 +83,13 @@ impl<P: Point> Grid<P> {
     ) -> Result<(Self, P, P), Error> {
         // The errors come in the same order whatever the positions hold:
         // radius and table, then count, then non-finite positions.
-        let bounds = positions.first().map(|&first| {
-            let (mut lo, mut hi) = (first, first);
-            let mut finite = true;
-            for &p in positions {
-                finite &= p.is_finite();
-                lo = lo.min(p);
-                hi = hi.max(p);
-            }
-            (lo, hi, finite)
-        });
-        Self::fit_with_bounds(radius, positions.len(), bounds, table_len, capacity)
+        Self::fit_with_bounds(
+            radius,
+            positions.len(),
+            bounds(positions),
+            table_len,
+            capacity,
+        )
     }
 
     /// As [`fit_bounds`](Self::fit_bounds) for `n` positions whose corners
@@ -224,6 +220,20 @@ impl<P: Point> Grid<P> {
     pub fn bucket(&self, c: P::Cell) -> u32 {
         fibonacci_slot(P::cell_hash(c), self.shift)
     }
+}
+
+/// Corners of `positions` and whether all are finite (`None` for none):
+/// what [`Grid::fit_bounds`] reads, also per task in the parallel build.
+pub(crate) fn bounds<P: Point>(positions: &[P]) -> Option<(P, P, bool)> {
+    let &first = positions.first()?;
+    let (mut lo, mut hi) = (first, first);
+    let mut finite = true;
+    for &p in positions {
+        finite &= p.is_finite();
+        lo = lo.min(p);
+        hi = hi.max(p);
+    }
+    Some((lo, hi, finite))
 }
 
 #[cfg(test)]

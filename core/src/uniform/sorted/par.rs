@@ -37,39 +37,6 @@ const RUN_GRAIN: usize = 512;
 /// length (the grain widens beyond it).
 const MAX_TASKS: usize = 256;
 
-/// Bounds of a slice of positions: corners and whether all are finite.
-#[derive(Clone, Copy)]
-struct Bounds<P> {
-    lo: P,
-    hi: P,
-    finite: bool,
-}
-
-impl<P: Point> Bounds<P> {
-    fn of(ps: &[P]) -> Option<Self> {
-        let &first = ps.first()?;
-        let mut b = Self {
-            lo: first,
-            hi: first,
-            finite: true,
-        };
-        for &p in ps {
-            b.finite &= p.is_finite();
-            b.lo = b.lo.min(p);
-            b.hi = b.hi.max(p);
-        }
-        Some(b)
-    }
-
-    fn join(self, o: Self) -> Self {
-        Self {
-            lo: self.lo.min(o.lo),
-            hi: self.hi.max(o.hi),
-            finite: self.finite && o.finite,
-        }
-    }
-}
-
 /// What one task of the identity check found: whether its particles are in
 /// cell order (against the particle before the task too), and how many runs
 /// start in it.
@@ -109,15 +76,14 @@ where
             let lo = (t * grain).min(n);
             let hi = (lo + grain).min(n);
             if let Some(b) = b.slice().first_mut() {
-                *b = Bounds::of(&positions[lo..hi]);
+                *b = super::super::grid::bounds(&positions[lo..hi]);
             }
         });
         let all = bounds[..tasks]
             .iter()
             .flatten()
             .copied()
-            .reduce(Bounds::join)
-            .map(|b| (b.lo, b.hi, b.finite));
+            .reduce(|(lo, hi, f), (l, h, g)| (lo.min(l), hi.max(h), f && g));
         let (grid, lo, hi) =
             Grid::fit_with_bounds(radius, n, all, self.table.as_ref().len(), self.capacity())?;
         // Validated: from here on nothing can fail.
@@ -364,36 +330,18 @@ fn par_copy_if_sorted<P: Point, E: Executor>(
     if pieces[..tasks].iter().any(|p| !p.sorted) {
         return None;
     }
-    // First run of each task, and the total.
-    let mut first = [0u32; MAX_TASKS + 1];
-    for t in 0..tasks {
-        first[t + 1] = first[t] + pieces[t].runs;
+    let mut counts = [0u32; MAX_TASKS];
+    for (c, p) in counts.iter_mut().zip(&pieces[..tasks]) {
+        *c = p.runs;
     }
-    let runs = first[tasks] as usize;
-    let first = &first;
-    let cuts = |t: usize| first.get(t).map_or(usize::MAX, |&r| r as usize);
-    exec.run(
-        tasks,
-        Parts::cut(&mut records[..runs], cuts),
-        |t, mut rs| {
-            let lo = (t * grain).min(n);
-            let hi = (lo + grain).min(n);
-            let mut prev = lo.checked_sub(1).map(|i| key(positions[i]));
-            let starts = rs.slice();
-            let mut r = 0;
-            for (i, &p) in positions[lo..hi].iter().enumerate() {
-                let kk = key(p);
-                if prev != Some(kk) {
-                    if let Some(rec) = starts.get_mut(r) {
-                        rec.start = (lo + i) as u32;
-                    }
-                    r += 1;
-                }
-                prev = Some(kk);
-            }
-        },
-    );
-    Some(runs)
+    Some(mark_counted_runs(
+        exec,
+        grid,
+        parts,
+        &counts[..tasks],
+        grain,
+        records,
+    ))
 }
 
 /// The dense counting sort of [`DenseBox::sort`] by destination (see the
@@ -532,10 +480,27 @@ fn par_mark_runs<P: Point, E: Executor>(
             *c = runs;
         }
     });
+    mark_counted_runs(exec, grid, parts, &counts[..tasks], grain, records)
+}
+
+/// Marks the runs of `parts` (in cell order) given the number of runs that
+/// start in each task of `grain` particles: each task writes the starts of
+/// its own runs, a disjoint range of `records`; returns the number of runs.
+fn mark_counted_runs<P: Point, E: Executor>(
+    exec: &E,
+    grid: &Grid<P>,
+    parts: &[SortedParticle<P>],
+    counts: &[u32],
+    grain: usize,
+    records: &mut [CellRecord<P>],
+) -> usize {
+    let n = parts.len();
+    let key = |k: usize| P::cell_row_key(grid.cell_unchecked(parts[k].pos));
     let mut first = [0u32; MAX_TASKS + 1];
-    for t in 0..tasks {
-        first[t + 1] = first[t] + counts[t];
+    for (t, &c) in counts.iter().enumerate().take(MAX_TASKS) {
+        first[t + 1] = first[t] + c;
     }
+    let tasks = counts.len().min(MAX_TASKS);
     let runs = first[tasks] as usize;
     let first = &first;
     let cuts = |t: usize| first.get(t).map_or(usize::MAX, |&r| r as usize);
