@@ -413,7 +413,7 @@ impl Search {
         if let Search::SortedOrdered(h) = self {
             fluid.step(h.as_mut(), &mut (), timer)?;
             if !h.input_was_sorted() {
-                fluid.renumber(h.sorted().iter().map(|s| s.id()))?;
+                fluid.renumber(h.sorted_ids().iter().copied())?;
             }
             return Ok(());
         }

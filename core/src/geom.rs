@@ -186,6 +186,11 @@ pub trait Point:
     type Cell: Copy + Debug + Default + Eq + Send + Sync + 'static;
     /// The box type of this dimension.
     type Aabb: BoundingBox<Point = Self>;
+    /// Room for one particle in structure-of-arrays storage: a word per axis
+    /// and one for an id (`[u32; DIM + 1]`).
+    type Words: Pod + Debug + PartialEq + Send + Sync + 'static;
+    /// The all-zero [`Words`](Self::Words).
+    const NO_WORDS: Self::Words;
     /// Offsets of the full neighbour stencil: the cell itself first, then its
     /// 26 (3D) or 8 (2D) neighbours.
     const STENCIL: &'static [Self::Cell];
@@ -383,6 +388,8 @@ impl Point for Vec3 {
     const CELL_ZERO: [i32; 3] = [0; 3];
     type Cell = [i32; 3];
     type Aabb = Aabb3;
+    type Words = [u32; 4];
+    const NO_WORDS: [u32; 4] = [0; 4];
     const STENCIL: &'static [[i32; 3]] = &STENCIL3;
     const HALF_STENCIL: &'static [[i32; 3]] = &HALF3;
     const ROWS: &'static [[i32; 3]] = &ROWS3;
@@ -461,6 +468,8 @@ impl Point for Vec2 {
     const CELL_ZERO: [i32; 2] = [0; 2];
     type Cell = [i32; 2];
     type Aabb = Aabb2;
+    type Words = [u32; 3];
+    const NO_WORDS: [u32; 3] = [0; 3];
     const STENCIL: &'static [[i32; 2]] = &STENCIL2;
     const HALF_STENCIL: &'static [[i32; 2]] = &HALF2;
     const ROWS: &'static [[i32; 2]] = &ROWS2;

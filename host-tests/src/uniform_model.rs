@@ -530,7 +530,7 @@ impl<P: Point, const K: usize> UniformWorld<P, K> {
         let mut perm = vec![u32::MAX; n];
         let r = self.sorted.reorder(&ids, &mut perm);
         ensure!(r == Ok(()), "reorder of ids: {r:?}");
-        let sorted: Vec<u32> = self.sorted.sorted().iter().map(|s| s.id()).collect();
+        let sorted: Vec<u32> = self.sorted.sorted_ids().to_vec();
         ensure!(
             perm == sorted,
             "reorder of ids {perm:?}, sorted() {sorted:?}"
@@ -645,19 +645,19 @@ impl<P: Point, const K: usize> UniformWorld<P, K> {
             "colliding_cells {}, want {colliding}",
             s.colliding_cells()
         );
-        let sorted = s.sorted();
+        let sorted: Vec<(u32, P)> = s.sorted_particles().collect();
         ensure!(sorted.len() == n, "sorted() holds {}", sorted.len());
         let mut seen = vec![false; n];
         let mut identity = true;
-        for (k, sp) in sorted.iter().enumerate() {
-            let i = sp.id() as usize;
+        for (k, &(id, pos)) in sorted.iter().enumerate() {
+            let i = id as usize;
             ensure!(i < n && !seen[i], "sorted() ids not a permutation");
             seen[i] = true;
             identity &= i == k;
             ensure!(
-                bits(sp.position()) == bits(points[i]),
+                bits(pos) == bits(points[i]),
                 "sorted()[{k}] at {:?}, particle {i} at {:?}",
-                sp.position(),
+                pos,
                 points[i]
             );
         }
@@ -671,18 +671,18 @@ impl<P: Point, const K: usize> UniformWorld<P, K> {
             // One run per cell, input order within it.
             let mut done: Vec<P::Cell> = Vec::new();
             let mut prev: Option<(P::Cell, u32)> = None;
-            for sp in sorted {
-                let c = g.cell(sp.position()).map_err(|e| format!("{e:?}"))?;
+            for (id, pos) in sorted {
+                let c = g.cell(pos).map_err(|e| format!("{e:?}"))?;
                 match prev {
                     Some((pc, pid)) if pc == c => {
-                        ensure!(pid < sp.id(), "run of {c:?} not in input order");
+                        ensure!(pid < id, "run of {c:?} not in input order");
                     }
                     _ => {
                         ensure!(!done.contains(&c), "cell {c:?} in two runs");
                         done.push(c);
                     }
                 }
-                prev = Some((c, sp.id()));
+                prev = Some((c, id));
             }
         }
         Ok(())
@@ -769,7 +769,12 @@ pub fn check_parallel<P: Point>(
     let want = ser.build(points, radius);
     let got = par.par_build(&exec, points, radius);
     ensure!(got == want, "par_build {got:?}, build {want:?}");
-    ensure!(par.sorted() == ser.sorted(), "sorted particles differ");
+    ensure!(
+        par.sorted_particles()
+            .map(|(i, p)| (i, bits(p)))
+            .eq(ser.sorted_particles().map(|(i, p)| (i, bits(p)))),
+        "sorted particles differ"
+    );
     ensure!(
         par.len() == ser.len() && par.radius().to_bits() == ser.radius().to_bits(),
         "len / radius"

@@ -184,7 +184,7 @@ fn reorder_gives_identity_sort() {
             a.build(&sc.points, sc.radius).unwrap();
             let mut sorted = sc.points.clone();
             a.reorder(&sc.points, &mut sorted).unwrap();
-            let ids: Vec<u32> = a.sorted().iter().map(|s| s.id()).collect();
+            let ids: Vec<u32> = a.sorted_ids().to_vec();
             // Rebuilding from cell order takes the in-order path (no sort,
             // runs reused from the first pass); twice, to reuse a table.
             for _ in 0..2 {

@@ -14,6 +14,9 @@ use crate::table::{NONE, advance_stamp};
 use crate::traits::NeighborSearch;
 
 mod par;
+mod planes;
+
+use planes::{BIT_COUNT, CHUNK, LANE_LISTS, LANES, LOCAL, Local, Planes, PlanesMut, hit_mask};
 
 /// A table slot: the build it was written in and the first run of its chain.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,12 +38,17 @@ impl TableSlot {
     pub const EMPTY: Self = Self { stamp: 0, slot: 0 };
 }
 
-/// A particle in cell order: its position and its index in the build input.
-#[derive(Clone, Copy, Debug, PartialEq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct SortedParticle<P> {
-    pos: P,
-    id: u32,
+/// Room for one particle in a [`CellSortedHash`]'s particle buffer:
+/// `DIM + 1` words (16 B in 3D, 12 B in 2D).
+///
+/// The hash keeps its particles structure-of-arrays: the buffer of `S`
+/// slots is read as one plane of `S` words per axis and one of ids, so a
+/// slot does not hold one particle. Read the sorted particles with
+/// [`CellSortedHash::sorted_ids`] and [`CellSortedHash::sorted_position`].
+#[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(transparent)]
+pub struct SortedParticle<P: Point> {
+    words: P::Words,
 }
 
 impl<P: Point> Default for SortedParticle<P> {
@@ -51,21 +59,8 @@ impl<P: Point> Default for SortedParticle<P> {
 }
 
 impl<P: Point> SortedParticle<P> {
-    /// An unused entry.
-    pub const EMPTY: Self = Self {
-        pos: P::ZERO,
-        id: 0,
-    };
-
-    /// Position.
-    pub fn position(&self) -> P {
-        self.pos
-    }
-
-    /// Index in the slice given to `build`.
-    pub fn id(&self) -> u32 {
-        self.id
-    }
+    /// An unused slot (all words zero).
+    pub const EMPTY: Self = Self { words: P::NO_WORDS };
 }
 
 /// Per-index bookkeeping of a [`CellSortedHash`]: entry `i` holds the rank
@@ -166,7 +161,7 @@ where
 
 /// The runs of a build, read-only: the sweeps' and queries' view.
 struct Runs<'a, P: Point> {
-    parts: &'a [SortedParticle<P>],
+    parts: Planes<'a, P>,
     records: &'a [CellRecord<P>],
     runs: usize,
     grid: &'a Grid<P>,
@@ -193,7 +188,7 @@ impl<P: Point> Runs<'_, P> {
     #[inline(always)]
     fn cell(&self, s: usize) -> P::Cell {
         self.grid
-            .cell_unchecked(self.parts[self.records[s].start as usize].pos)
+            .cell_unchecked(self.parts.pos(self.records[s].start as usize))
     }
 
     /// Row key of run `s`; `u64::MAX` past the last run.
@@ -454,9 +449,24 @@ where
             .count()
     }
 
-    /// The particles in cell order.
-    pub fn sorted(&self) -> &[SortedParticle<P>] {
-        &self.particles.as_ref()[..self.len as usize]
+    /// The ids of the particles in cell order: `sorted_ids()[k]` is the
+    /// index, in the slice given to `build`, of the particle at sorted
+    /// position `k`.
+    pub fn sorted_ids(&self) -> &[u32] {
+        Planes::new(self.particles.as_ref(), self.len as usize).ids()
+    }
+
+    /// The particles in cell order, as `(id, position)`.
+    pub fn sorted_particles(&self) -> impl ExactSizeIterator<Item = (u32, P)> + '_ {
+        let v = Planes::new(self.particles.as_ref(), self.len as usize);
+        (0..v.len()).map(move |k| (v.id(k), v.pos(k)))
+    }
+
+    /// Position of the particle at sorted position `k` (`None` past
+    /// `len()`).
+    pub fn sorted_position(&self, k: usize) -> Option<P> {
+        let v = Planes::new(self.particles.as_ref(), self.len as usize);
+        (k < v.len()).then(|| v.pos(k))
     }
 
     /// `true` when the last build found its input already in cell order
@@ -473,7 +483,7 @@ where
         // Stale slots are told apart by the stamp of the next build.
     }
 
-    /// Writes `src` permuted into cell order: `dst[k] = src[sorted()[k].id()]`.
+    /// Writes `src` permuted into cell order: `dst[k] = src[sorted_ids()[k]]`.
     /// Rebuilding from data reordered this way makes every cell a
     /// contiguous, sequentially read run (better cache use for the caller's
     /// own per-particle arrays too) and the build a single copy. Ids refer
@@ -487,8 +497,8 @@ where
             let got = if src.len() != n { src.len() } else { dst.len() };
             return Err(Error::LengthMismatch { expected: n, got });
         }
-        for (d, sp) in dst.iter_mut().zip(self.sorted()) {
-            *d = src[sp.id as usize];
+        for (d, &id) in dst.iter_mut().zip(self.sorted_ids()) {
+            *d = src[id as usize];
         }
         Ok(())
     }
@@ -506,14 +516,14 @@ where
         identity: bool,
     ) {
         let table = self.table.as_mut();
-        let parts = &self.particles.as_ref()[..n];
+        let parts = Planes::new(self.particles.as_ref(), n);
         let records = self.records.as_ref();
         self.blocks = 1;
         if indexes(runs, table.len()) {
             advance_stamp(&mut self.stamp, || table.fill(TableSlot::EMPTY));
             let stamp = self.stamp;
             let home = |s: usize| {
-                grid.bucket(grid.cell_unchecked(parts[records[s].start as usize].pos)) as usize
+                grid.bucket(grid.cell_unchecked(parts.pos(records[s].start as usize))) as usize
             };
             let len = table.len();
             if len >= INDEX_BLOCKS * MIN_INDEX_BLOCK {
@@ -547,7 +557,7 @@ where
     #[inline(always)]
     fn view(&self) -> Runs<'_, P> {
         Runs {
-            parts: &self.particles.as_ref()[..self.len as usize],
+            parts: Planes::new(self.particles.as_ref(), self.len as usize),
             records: self.records.as_ref(),
             runs: self.runs as usize,
             grid: &self.grid,
@@ -595,23 +605,17 @@ where
         };
         let (lo, hi) = v.range(s);
         let r2 = self.grid.radius_sq();
-        for (k, q) in v.parts[lo..hi].iter().enumerate() {
-            let d2 = p.distance_squared(q.pos);
-            if d2 < r2 && lo + k != skip {
-                f(q.id, d2);
+        let ids = v.parts.ids();
+        v.parts.for_each_distance(p, lo, hi, |k, d2| {
+            if d2 < r2 && k != skip {
+                f(ids[k], d2);
             }
-        }
+        });
     }
 
-    /// Calls `f(k, rows)` for every sorted position `k`, in order, with the
-    /// ranges of the 9 (3D) or 3 (2D) stencil rows around its cell.
-    #[inline(always)]
-    fn sweep_rows(&self, f: impl FnMut(usize, &[(u32, u32)])) {
-        let v = self.view();
-        self.sweep_rows_in(&v, 0, v.runs, f);
-    }
-
-    /// [`sweep_rows`](Self::sweep_rows) over runs `s0..s1` only.
+    /// Calls `f(k, rows)` for every sorted position `k` of runs `s0..s1`,
+    /// in order, with the ranges of the 9 (3D) or 3 (2D) stencil rows
+    /// around its cell.
     #[inline(always)]
     fn sweep_rows_in(
         &self,
@@ -633,6 +637,80 @@ where
         }
     }
 
+    /// Calls `f(k, cands)` for every sorted position `k` of runs `s0..s1`,
+    /// in order, with its candidates: the 9 (3D) or 3 (2D) stencil rows
+    /// around its cell, copied into one [`Local`] run per cell when they
+    /// fit (read in place otherwise). Either way the candidates come in the
+    /// same order.
+    #[inline(always)]
+    fn sweep_cands_in(
+        &self,
+        v: &Runs<'_, P>,
+        s0: usize,
+        s1: usize,
+        mut f: impl FnMut(usize, Cands<'_, '_, P>),
+    ) {
+        let nrows = P::ROWS.len().min(MAX_ROWS);
+        let mut cursors = [RowCursor::new(v.key(0)); MAX_ROWS];
+        v.place(s0, &P::ROWS[..nrows], &mut cursors[..nrows]);
+        let mut ranges = [(0u32, 0u32); MAX_ROWS];
+        let mut local = Local::new();
+        for s in s0..s1.min(v.runs) {
+            v.rows(s, P::ROWS, &mut cursors[..nrows], &mut ranges[..nrows]);
+            let (lo, hi) = v.range(s);
+            if LOCAL > 0 {
+                local.clear();
+                let mut fits = true;
+                // Where the cell's own particles land in the copy.
+                let mut own = None;
+                for &(a, b) in &ranges[..nrows] {
+                    let (a, b) = (a as usize, b as usize);
+                    if (a..b).contains(&lo) {
+                        own = Some(local.len() + lo - a);
+                    }
+                    fits = fits && local.push(&v.parts, a, b);
+                }
+                if let (true, Some(own)) = (fits, own) {
+                    let end = local.len();
+                    let planes = local.view::<P>();
+                    for (x, k) in (lo..hi).enumerate() {
+                        f(
+                            k,
+                            Cands::Local {
+                                planes: &planes,
+                                me: own + x,
+                                end,
+                            },
+                        );
+                    }
+                    continue;
+                }
+            }
+            for k in lo..hi {
+                f(k, Cands::Rows(&ranges[..nrows]));
+            }
+        }
+    }
+
+    /// Appends the neighbours of the particle at sorted position `k` among
+    /// `cands` to `out` at `cursor` (counting without writing past its
+    /// end); returns the new cursor.
+    #[inline(always)]
+    fn gather_cands(
+        &self,
+        k: usize,
+        cands: Cands<'_, '_, P>,
+        out: &mut [u32],
+        cursor: usize,
+    ) -> usize {
+        match cands {
+            Cands::Rows(rows) => self.gather_one(k, rows, out, cursor),
+            Cands::Local { planes, me, end } => {
+                gather_local(planes, me, end, self.grid.radius_sq(), out, cursor)
+            }
+        }
+    }
+
     /// The pairs of runs `s0..s1` (each run's own pairs, then against the
     /// next cell of its row and the forward rows), into `out`.
     #[inline(always)]
@@ -641,7 +719,7 @@ where
         v: &Runs<'_, P>,
         s0: usize,
         s1: usize,
-        out: &mut Batch<F>,
+        out: &mut Batch<P, F>,
     ) {
         let parts = v.parts;
         let nrows = P::HALF_ROWS.len().min(MAX_HALF_ROWS);
@@ -649,11 +727,11 @@ where
         v.place(s0, &P::HALF_ROWS[..nrows], &mut cursors[..nrows]);
         let mut ranges = [(0u32, 0u32); MAX_HALF_ROWS];
         let mut next_key = v.key(s0);
+        let mut local = Local::new();
         for s in s0..s1.min(v.runs) {
             let key = next_key;
             next_key = v.key(s + 1);
             let (lo, hi) = v.range(s);
-            let mine = &parts[lo..hi];
             // The slices of the forward cells: the next cell of the row,
             // then the three cells of each forward row.
             let mut fwd = [(0u32, 0u32); MAX_HALF_ROWS + 1];
@@ -670,13 +748,33 @@ where
                     m += 1;
                 }
             }
-            for (x, a) in mine.iter().enumerate() {
-                out.begin(a.id);
-                out.add(a.pos, &mine[x + 1..]);
+            // The cell and its forward cells copied into one run, when
+            // they fit: each particle then tests one contiguous range.
+            if LOCAL > 0 {
+                local.clear();
+                let mut fits = local.push(&parts, lo, hi);
                 for &(lo2, hi2) in &fwd[..m] {
-                    out.add(a.pos, &parts[lo2 as usize..hi2 as usize]);
+                    fits = fits && local.push(&parts, lo2 as usize, hi2 as usize);
+                }
+                if fits {
+                    let end = local.len();
+                    let lp = local.view::<P>();
+                    for x in 0..hi - lo {
+                        out.begin(&lp, parts.id(lo + x), parts.pos(lo + x));
+                        out.add(&lp, x + 1, end);
+                    }
+                    out.flush(&lp);
+                    continue;
                 }
             }
+            for k in lo..hi {
+                out.begin(&parts, parts.id(k), parts.pos(k));
+                out.add(&parts, k + 1, hi);
+                for &(lo2, hi2) in &fwd[..m] {
+                    out.add(&parts, lo2 as usize, hi2 as usize);
+                }
+            }
+            out.flush(&parts);
         }
     }
 
@@ -685,17 +783,17 @@ where
     /// end); returns the new cursor.
     #[inline(always)]
     fn gather_one(&self, k: usize, rows: &[(u32, u32)], out: &mut [u32], cursor: usize) -> usize {
-        let parts = &self.particles.as_ref()[..self.len as usize];
+        let parts = Planes::new(self.particles.as_ref(), self.len as usize);
         let r2 = self.grid.radius_sq();
-        let me = parts[k].pos;
+        let me = parts.pos(k);
         let mut cursor = cursor;
         for &(lo, hi) in rows {
             let (lo, hi) = (lo as usize, hi as usize);
             if (lo..hi).contains(&k) {
-                cursor = gather(me, &parts[lo..k], r2, out, cursor);
-                cursor = gather(me, &parts[k + 1..hi], r2, out, cursor);
+                cursor = gather(&parts, me, lo, k, r2, out, cursor);
+                cursor = gather(&parts, me, k + 1, hi, r2, out, cursor);
             } else {
-                cursor = gather(me, &parts[lo..hi], r2, out, cursor);
+                cursor = gather(&parts, me, lo, hi, r2, out, cursor);
             }
         }
         cursor
@@ -794,15 +892,18 @@ fn sort_unsorted<P: Point>(
     positions: &[P],
     table: &mut [TableSlot],
     stamp: &mut u32,
-    parts: &mut [SortedParticle<P>],
+    parts: &mut PlanesMut<'_, P>,
     records: &mut [CellRecord<P>],
 ) -> usize {
     if let Some(d) = DenseBox::new(grid, lo, hi, table.len()) {
-        d.sort(grid, positions, table, parts, records);
-    } else if !counting_sort(grid, positions, table, stamp, parts, records) {
-        comparison_sort(grid, positions, parts, records);
+        d.sort(grid, positions, table, parts.ids_mut(), records);
+    } else if !counting_sort(grid, positions, table, stamp, parts.ids_mut(), records) {
+        comparison_sort(grid, positions, parts.ids_mut(), records);
     }
-    mark_runs(grid, parts, records)
+    // The sorts scatter ids only; the coordinates are then gathered in
+    // sorted order (sequential writes, one read per particle).
+    parts.gather_positions(positions);
+    mark_runs(grid, &parts.view(), records)
 }
 
 /// Copies `positions` if they are already in cell order, marking the runs
@@ -811,12 +912,12 @@ fn sort_unsorted<P: Point>(
 fn copy_if_sorted<P: Point>(
     grid: &Grid<P>,
     positions: &[P],
-    parts: &mut [SortedParticle<P>],
+    parts: &mut PlanesMut<'_, P>,
     records: &mut [CellRecord<P>],
 ) -> Option<usize> {
     let mut prev = None;
     let mut runs = 0usize;
-    for (i, (&p, sp)) in positions.iter().zip(parts.iter_mut()).enumerate() {
+    for (i, &p) in positions.iter().enumerate() {
         let k = P::cell_row_key(grid.cell_unchecked(p));
         match prev {
             Some(q) if q == k => {}
@@ -828,26 +929,23 @@ fn copy_if_sorted<P: Point>(
                 runs += 1;
             }
         }
-        *sp = SortedParticle {
-            pos: p,
-            id: i as u32,
-        };
+        parts.set(i, p, i as u32);
         records[i].rank = i as u32;
     }
     Some(runs)
 }
 
 /// Counting sort of `positions` by cell through `table` (open addressing,
-/// at most `table.len() / 2` occupied cells); on return `parts` holds them
-/// in cell order and `records[i].rank` the sorted position of particle `i`.
-/// `false`, with the buffers holding garbage, if the input has more cells
-/// than that.
+/// at most `table.len() / 2` occupied cells); on return `ids` holds their
+/// ids in cell order and `records[i].rank` the sorted position of particle
+/// `i`. `false`, with the buffers holding garbage, if the input has more
+/// cells than that.
 fn counting_sort<P: Point>(
     grid: &Grid<P>,
     positions: &[P],
     table: &mut [TableSlot],
     stamp: &mut u32,
-    parts: &mut [SortedParticle<P>],
+    ids: &mut [u32],
     records: &mut [CellRecord<P>],
 ) -> bool {
     let mask = table.len() - 1;
@@ -856,8 +954,8 @@ fn counting_sort<P: Point>(
     let st = *stamp;
     // Pass 1: each particle's cell (consecutive particles of one cell probe
     // once), numbered in order of first appearance; counts in `start`, the
-    // cell number in `rank`, one representative position per cell in
-    // `parts[cell number]`.
+    // cell number in `rank`, the first particle of each cell in
+    // `ids[cell number]`.
     let mut runs = 0usize;
     let mut last: Option<(P::Cell, u32)> = None;
     for (i, &p) in positions.iter().enumerate() {
@@ -876,15 +974,13 @@ fn counting_sort<P: Point>(
                             stamp: st,
                             slot: runs as u32,
                         };
-                        parts[runs] = SortedParticle {
-                            pos: p,
-                            id: runs as u32,
-                        };
+                        ids[runs] = i as u32;
                         records[runs].start = 0;
                         runs += 1;
                         break (runs - 1) as u32;
                     }
-                    if grid.cell_unchecked(parts[ts.slot as usize].pos) == c {
+                    let first = ids[ts.slot as usize] as usize;
+                    if grid.cell_unchecked(positions[first]) == c {
                         break ts.slot;
                     }
                     slot = (slot + 1) & mask;
@@ -895,25 +991,23 @@ fn counting_sort<P: Point>(
         records[r as usize].start += 1;
         records[i].rank = r;
     }
-    // The cells in row-major order (one per run, so the ids, which number
-    // the runs here, never decide); counts become each cell's cursor.
-    sort_by_cell(grid, &mut parts[..runs]);
+    // The cells in row-major order (each by its first particle, whose
+    // rank is still its cell number); counts become each cell's cursor.
+    sort_by_cell(grid, positions, &mut ids[..runs]);
     let mut total = 0u32;
-    for sp in &parts[..runs] {
-        let rec = &mut records[sp.id as usize];
+    for &first in &ids[..runs] {
+        let cell = records[first as usize].rank as usize;
+        let rec = &mut records[cell];
         let count = rec.start;
         rec.start = total;
         total += count;
     }
     // Pass 2: scatter (the sorted cell list is no longer needed).
-    for (i, &p) in positions.iter().enumerate() {
+    for i in 0..positions.len() {
         let r = records[i].rank as usize;
         let k = records[r].start;
         records[r].start = k + 1;
-        parts[k as usize] = SortedParticle {
-            pos: p,
-            id: i as u32,
-        };
+        ids[k as usize] = i as u32;
         records[i].rank = k;
     }
     true
@@ -956,15 +1050,15 @@ impl DenseBox {
     }
 
     /// Counting sort of `positions` by dense cell through the first `cells`
-    /// slots of `table` (left with stamp 0, i.e. empty); on return `parts`
-    /// holds them in cell order and `records[i].rank` the sorted position of
-    /// particle `i`.
+    /// slots of `table` (left with stamp 0, i.e. empty); on return `ids`
+    /// holds their ids in cell order and `records[i].rank` the sorted
+    /// position of particle `i`.
     fn sort<P: Point>(
         &self,
         grid: &Grid<P>,
         positions: &[P],
         table: &mut [TableSlot],
-        parts: &mut [SortedParticle<P>],
+        ids: &mut [u32],
         records: &mut [CellRecord<P>],
     ) {
         let counts = &mut table[..self.cells];
@@ -980,25 +1074,23 @@ impl DenseBox {
             c.slot = total;
             total += n;
         }
-        for (i, (&p, rec)) in positions.iter().zip(records.iter_mut()).enumerate() {
+        for (i, rec) in records[..positions.len()].iter_mut().enumerate() {
             let c = &mut counts[rec.rank as usize];
             let k = c.slot;
             c.slot = k + 1;
-            parts[k as usize] = SortedParticle {
-                pos: p,
-                id: i as u32,
-            };
+            ids[k as usize] = i as u32;
             rec.rank = k;
         }
     }
 }
 
-/// Sorts by (row key of the cell, id): the one sort of the build (one
-/// instantiation, which matters in firmware).
+/// Sorts ids by (row key of the cell of their position, id): the one sort
+/// of the build (one instantiation, which matters in firmware).
 #[inline(never)]
-fn sort_by_cell<P: Point>(grid: &Grid<P>, parts: &mut [SortedParticle<P>]) {
-    crate::sort::sort_by_key(parts, |sp| {
-        (P::cell_row_key(grid.cell_unchecked(sp.pos)), sp.id)
+fn sort_by_cell<P: Point>(grid: &Grid<P>, positions: &[P], ids: &mut [u32]) {
+    crate::sort::sort_by_key(ids, |&i| {
+        let p = positions.get(i as usize).copied().unwrap_or(P::ZERO);
+        (P::cell_row_key(grid.cell_unchecked(p)), i)
     });
 }
 
@@ -1006,18 +1098,16 @@ fn sort_by_cell<P: Point>(grid: &Grid<P>, parts: &mut [SortedParticle<P>]) {
 fn comparison_sort<P: Point>(
     grid: &Grid<P>,
     positions: &[P],
-    parts: &mut [SortedParticle<P>],
+    ids: &mut [u32],
     records: &mut [CellRecord<P>],
 ) {
-    for (i, (&p, sp)) in positions.iter().zip(parts.iter_mut()).enumerate() {
-        *sp = SortedParticle {
-            pos: p,
-            id: i as u32,
-        };
+    let ids = &mut ids[..positions.len()];
+    for (i, id) in ids.iter_mut().enumerate() {
+        *id = i as u32;
     }
-    sort_by_cell(grid, parts);
-    for (k, sp) in parts.iter().enumerate() {
-        records[sp.id as usize].rank = k as u32;
+    sort_by_cell(grid, positions, ids);
+    for (k, &id) in ids.iter().enumerate() {
+        records[id as usize].rank = k as u32;
     }
 }
 
@@ -1025,13 +1115,13 @@ fn comparison_sort<P: Point>(
 /// runs.
 fn mark_runs<P: Point>(
     grid: &Grid<P>,
-    parts: &[SortedParticle<P>],
+    parts: &Planes<'_, P>,
     records: &mut [CellRecord<P>],
 ) -> usize {
     let mut runs = 0usize;
     let mut prev = None;
-    for (k, sp) in parts.iter().enumerate() {
-        let key = P::cell_row_key(grid.cell_unchecked(sp.pos));
+    for k in 0..parts.len() {
+        let key = P::cell_row_key(grid.cell_unchecked(parts.pos(k)));
         if prev != Some(key) {
             prev = Some(key);
             records[runs].start = k as u32;
@@ -1057,9 +1147,9 @@ where
         )?;
         // Validated: from here on nothing can fail.
         let n = positions.len();
-        let parts = &mut self.particles.as_mut()[..n];
+        let mut parts = PlanesMut::new(self.particles.as_mut(), n);
         let records = &mut self.records.as_mut()[..n];
-        let (runs, identity) = match copy_if_sorted(&grid, positions, parts, records) {
+        let (runs, identity) = match copy_if_sorted(&grid, positions, &mut parts, records) {
             Some(runs) => (runs, true),
             None => (
                 sort_unsorted(
@@ -1069,7 +1159,7 @@ where
                     positions,
                     self.table.as_mut(),
                     &mut self.stamp,
-                    parts,
+                    &mut parts,
                     records,
                 ),
                 false,
@@ -1153,7 +1243,7 @@ where
             return None;
         }
         let k = self.records.as_ref()[id as usize].rank as usize;
-        Some(self.particles.as_ref()[k].pos)
+        Some(self.view().parts.pos(k))
     }
 
     fn for_each_neighbor<F: FnMut(u32, f32)>(&self, id: u32, mut f: F) -> Result<(), Error> {
@@ -1162,7 +1252,7 @@ where
         }
         let v = self.view();
         let k = self.records.as_ref()[id as usize].rank as usize;
-        let p = v.parts[k].pos;
+        let p = v.parts.pos(k);
         let c = self.grid.cell_unchecked(p);
         for &d in P::STENCIL {
             self.scan_cell(&v, p, P::cell_add(c, d), k, &mut f);
@@ -1171,17 +1261,15 @@ where
     }
 
     /// The ids in cell order (cells row-major, input order within a cell):
-    /// `sorted()[k].id()`.
+    /// [`sorted_ids`](CellSortedHash::sorted_ids).
     fn spatial_order(&self, order: &mut [u32]) -> Result<(), Error> {
-        let parts = self.sorted();
+        let ids = self.sorted_ids();
         let available = order.len();
-        let out = order.get_mut(..parts.len()).ok_or(Error::BufferTooSmall {
-            needed: parts.len(),
+        let out = order.get_mut(..ids.len()).ok_or(Error::BufferTooSmall {
+            needed: ids.len(),
             available,
         })?;
-        for (o, sp) in out.iter_mut().zip(parts) {
-            *o = sp.id;
-        }
+        out.copy_from_slice(ids);
         Ok(())
     }
 
@@ -1210,31 +1298,33 @@ where
             });
         }
         let offsets = &mut offsets[..=n];
-        let parts = self.sorted();
+        let ids = self.sorted_ids();
         let total = if self.identity {
             let mut cursor = 0usize;
-            self.sweep_rows(|k, rows| {
+            let v = self.view();
+            self.sweep_cands_in(&v, 0, v.runs, |k, cands| {
                 offsets[k] = cursor.min(NONE as usize) as u32;
-                cursor = self.gather_one(k, rows, indices, cursor);
+                cursor = self.gather_cands(k, cands, indices, cursor);
             });
             offsets[n] = cursor.min(NONE as usize) as u32;
             cursor
         } else {
             // Sweep 1: degrees, stored at offsets[id + 1].
             offsets[0] = 0;
-            self.sweep_rows(|k, rows| {
-                let deg = self.gather_one(k, rows, &mut [], 0);
-                offsets[parts[k].id as usize + 1] = deg as u32;
+            let v = self.view();
+            self.sweep_cands_in(&v, 0, v.runs, |k, cands| {
+                let deg = self.gather_cands(k, cands, &mut [], 0);
+                offsets[ids[k] as usize + 1] = deg as u32;
             });
             let total = crate::csr::prefix_sum(offsets);
             if total <= indices.len() && total < NONE as usize {
                 // Sweep 2: each list written at its offset. Each particle
                 // gets exactly its own segment, so the branch-free writes
                 // never spill into a list already written.
-                self.sweep_rows(|k, rows| {
-                    let id = parts[k].id as usize;
+                self.sweep_cands_in(&v, 0, v.runs, |k, cands| {
+                    let id = ids[k] as usize;
                     let (at, end) = (offsets[id] as usize, offsets[id + 1] as usize);
-                    self.gather_one(k, rows, &mut indices[at..end], 0);
+                    self.gather_cands(k, cands, &mut indices[at..end], 0);
                 });
             }
             total
@@ -1254,52 +1344,91 @@ where
         let v = self.view();
         let mut out = Batch::new(f, self.grid.radius_sq());
         self.pair_range(&v, 0, v.runs, &mut out);
-        out.flush();
     }
 }
 
-/// Calls `f(b, d²)` for every particle `b` of `cands`, computing the
-/// distances four at a time: four independent computations vectorise.
-#[inline(always)]
-fn for_each_distance<P: Point>(
-    p: P,
-    cands: &[SortedParticle<P>],
-    mut f: impl FnMut(&SortedParticle<P>, f32),
-) {
-    let mut quads = cands.chunks_exact(4);
-    for q in &mut quads {
-        let d = [
-            p.distance_squared(q[0].pos),
-            p.distance_squared(q[1].pos),
-            p.distance_squared(q[2].pos),
-            p.distance_squared(q[3].pos),
-        ];
-        for (b, d2) in q.iter().zip(d) {
-            f(b, d2);
-        }
-    }
-    for b in quads.remainder() {
-        f(b, p.distance_squared(b.pos));
-    }
+/// Where a particle's candidates are (see `sweep_cands_in`).
+#[derive(Clone, Copy)]
+enum Cands<'c, 'p, P: Point> {
+    /// Positions `0..end` of a [`Local`] copy; `me` is the particle's own.
+    Local {
+        planes: &'c Planes<'p, P>,
+        me: usize,
+        end: usize,
+    },
+    /// The stencil rows, read in place.
+    Rows(&'c [(u32, u32)]),
 }
 
-/// Appends the ids of the particles of `cands` within the radius of `p` to
-/// `out` at `cursor` (counting past its end without writing); returns the new
-/// cursor. Branch-free when `out` has room for every candidate: each id is
-/// written and the cursor advances only on a hit.
+/// Appends the ids of the particles at positions `0..end` of a local copy
+/// within the radius of the one at `me` (itself excluded) to `out` at
+/// `cursor` (counting past its end without writing); returns the new
+/// cursor. Distances [`CHUNK`] at a time, then per lane group a hit mask
+/// and [`LANE_LISTS`]: eight ids written, the cursor advanced by the hits.
 #[inline(always)]
-fn gather<P: Point>(
-    p: P,
-    cands: &[SortedParticle<P>],
+fn gather_local<P: Point>(
+    planes: &Planes<'_, P>,
+    me: usize,
+    end: usize,
     r2: f32,
     out: &mut [u32],
     cursor: usize,
 ) -> usize {
-    if let Some(dst) = out.get_mut(cursor..cursor + cands.len()) {
+    let ids = planes.ids();
+    let p = planes.pos_or_zero(me);
+    let mut d = [0.0f32; CHUNK];
+    let mut c = cursor;
+    let mut j = 0;
+    while j < end {
+        let m = (end - j).min(CHUNK);
+        planes.chunk_distances(p, j, m, &mut d);
+        let padded = m.div_ceil(LANES) * LANES;
+        for (g, dg) in d[..padded].chunks_exact(LANES).enumerate() {
+            let base = j + g * LANES;
+            let ex = me.wrapping_sub(base);
+            let mask =
+                hit_mask(dg, r2, m - g * LANES) & !(usize::from(ex < LANES) << (ex & (LANES - 1)));
+            let lanes = &LANE_LISTS[mask];
+            let hits = usize::from(BIT_COUNT[mask]);
+            if let Some(dst) = out.get_mut(c..c + LANES) {
+                for (o, &l) in dst.iter_mut().zip(lanes) {
+                    *o = ids.get(base + usize::from(l)).copied().unwrap_or(0);
+                }
+            } else {
+                for (x, &l) in lanes.iter().enumerate().take(hits) {
+                    if let Some(o) = out.get_mut(c + x) {
+                        *o = ids.get(base + usize::from(l)).copied().unwrap_or(0);
+                    }
+                }
+            }
+            c += hits;
+        }
+        j += m;
+    }
+    c
+}
+
+/// Appends the ids of the particles at sorted positions `lo..hi` within the
+/// radius of `p` to `out` at `cursor` (counting past its end without
+/// writing); returns the new cursor. Branch-free when `out` has room for
+/// every candidate: each id is written and the cursor advances only on a
+/// hit.
+#[inline(always)]
+fn gather<P: Point>(
+    parts: &Planes<'_, P>,
+    p: P,
+    lo: usize,
+    hi: usize,
+    r2: f32,
+    out: &mut [u32],
+    cursor: usize,
+) -> usize {
+    let ids = parts.ids();
+    if let Some(dst) = out.get_mut(cursor..cursor + (hi - lo)) {
         let mut m = 0;
-        for_each_distance(p, cands, |b, d2| {
+        parts.for_each_distance(p, lo, hi, |k, d2| {
             if let Some(slot) = dst.get_mut(m) {
-                *slot = b.id;
+                *slot = ids[k];
             }
             m += (d2 < r2) as usize;
         });
@@ -1307,81 +1436,121 @@ fn gather<P: Point>(
     } else if cursor >= out.len() {
         // Nothing more can be written: count only.
         let mut c = cursor;
-        for_each_distance(p, cands, |_, d2| c += (d2 < r2) as usize);
+        parts.for_each_distance(p, lo, hi, |_, d2| c += (d2 < r2) as usize);
         c
     } else {
-        // The output ends inside this run: write while there is room.
+        // The output ends inside this range: write while there is room.
         let mut c = cursor;
-        for q in cands {
-            if p.distance_squared(q.pos) < r2 {
+        parts.for_each_distance(p, lo, hi, |k, d2| {
+            if d2 < r2 {
                 if let Some(slot) = out.get_mut(c) {
-                    *slot = q.id;
+                    *slot = ids[k];
                 }
                 c += 1;
             }
-        }
+        });
         c
     }
 }
 
-/// The pairs of one particle `a`, collected branch-free into a small stack
-/// buffer (the partner's id and the squared distance: two stores per
-/// candidate), then handed to the caller's closure in a tight loop: the
-/// within-radius test costs no branch misprediction.
-struct Batch<F> {
-    buf: [(u32, f32); BATCH],
+/// The pairs of one particle `a`: the sorted positions of its hits,
+/// collected without a branch per candidate (distances [`CHUNK`] at a
+/// time, then per group of [`LANES`] a hit mask turned into a list of hits
+/// by [`LANE_LISTS`]), then handed to the caller's closure in a tight loop
+/// that reloads each partner's id and recomputes its squared distance (the
+/// same operations, so the same bits). The positions index the planes
+/// passed to [`add`](Self::add), which must be the ones passed to the next
+/// [`flush`](Self::flush) or [`begin`](Self::begin).
+struct Batch<P: Point, F> {
+    hits: [u32; BATCH],
     len: usize,
     a: u32,
+    p: P,
     r2: f32,
     f: F,
 }
 
-/// Pairs buffered before a flush (a power of two: indices are masked).
+/// Hits buffered before a flush.
 const BATCH: usize = 128;
 
-impl<F: FnMut(u32, u32, f32)> Batch<F> {
+impl<P: Point, F: FnMut(u32, u32, f32)> Batch<P, F> {
     fn new(f: F, r2: f32) -> Self {
         Self {
-            buf: [(0, 0.0); BATCH],
+            hits: [0; BATCH],
             len: 0,
             a: 0,
+            p: P::ZERO,
             r2,
             f,
         }
     }
 
-    /// Hands the buffered pairs to the closure.
+    /// Hands the buffered pairs, hits in `parts`, to the closure.
     #[inline(always)]
-    fn flush(&mut self) {
-        let a = self.a;
-        for &(j, d2) in &self.buf[..self.len.min(BATCH)] {
-            (self.f)(a, j, d2);
+    fn flush(&mut self, parts: &Planes<'_, P>) {
+        let (a, p) = (self.a, self.p);
+        // Every hit is a position below `parts.len()` (the `_or_zero`
+        // reads only spare the loop a panic path).
+        for &k in &self.hits[..self.len.min(BATCH)] {
+            let k = k as usize;
+            let d2 = p.distance_squared(parts.pos_or_zero(k));
+            (self.f)(a, parts.id_or_zero(k), d2);
         }
         self.len = 0;
     }
 
-    /// Starts collecting the pairs of particle `a` (flushing the previous
-    /// particle's).
+    /// Starts collecting the pairs of particle `a` at `p` (flushing the
+    /// previous particle's, whose hits are in `parts`).
     #[inline(always)]
-    fn begin(&mut self, a: u32) {
-        self.flush();
+    fn begin(&mut self, parts: &Planes<'_, P>, a: u32, p: P) {
+        self.flush(parts);
         self.a = a;
+        self.p = p;
     }
 
-    /// Tests the current particle, at `p`, against every particle of `bs`.
+    /// Appends one lane group's hits: `d` the distances of the particles
+    /// from position `base`, the first `valid` of them candidates.
     #[inline(always)]
-    fn add<P: Point>(&mut self, p: P, bs: &[SortedParticle<P>]) {
-        for chunk in bs.chunks(BATCH) {
-            if self.len + chunk.len() > BATCH {
-                self.flush();
+    fn push_lanes(&mut self, d: &[f32], base: usize, valid: usize) {
+        let mask = hit_mask(d, self.r2, valid);
+        let mut len = self.len;
+        if cfg!(target_os = "none") {
+            // Small targets: no table (2 KiB of flash); every lane is
+            // written, the length advances on its bit.
+            for l in 0..LANES {
+                if let Some(h) = self.hits.get_mut(len) {
+                    *h = (base + l) as u32;
+                }
+                len += (mask >> l) & 1;
             }
-            let (buf, r2) = (&mut self.buf, self.r2);
-            let mut len = self.len;
-            for_each_distance(p, chunk, |b, d2| {
-                buf[len & (BATCH - 1)] = (b.id, d2);
-                len += (d2 < r2) as usize;
-            });
-            self.len = len;
+        } else {
+            if let Some(dst) = self.hits.get_mut(len..len + LANES) {
+                for (h, &l) in dst.iter_mut().zip(&LANE_LISTS[mask]) {
+                    *h = base as u32 + u32::from(l);
+                }
+            }
+            len += usize::from(BIT_COUNT[mask]);
+        }
+        self.len = len;
+    }
+
+    /// Tests the current particle against the particles at positions
+    /// `lo..hi` of `parts`.
+    #[inline(always)]
+    fn add(&mut self, parts: &Planes<'_, P>, lo: usize, hi: usize) {
+        let mut d = [0.0f32; CHUNK];
+        let mut k = lo;
+        while k < hi {
+            let m = (hi - k).min(CHUNK);
+            parts.chunk_distances(self.p, k, m, &mut d);
+            let padded = m.div_ceil(LANES) * LANES;
+            if self.len + padded > BATCH {
+                self.flush(parts);
+            }
+            for (c, dc) in d[..padded].chunks_exact(LANES).enumerate() {
+                self.push_lanes(dc, k + c * LANES, m - c * LANES);
+            }
+            k += m;
         }
     }
 }
@@ -1412,10 +1581,11 @@ where
         let parts = v.parts;
         let records = self.records.as_ref();
         // Ranks and ids are inverse permutations.
-        for (k, sp) in parts.iter().enumerate() {
-            ensure((sp.id as usize) < n, W, "sorted id < len")?;
+        ensure(parts.len() == n, W, "planes hold len particles")?;
+        for (k, &id) in parts.ids().iter().enumerate() {
+            ensure((id as usize) < n, W, "sorted id < len")?;
             ensure(
-                records[sp.id as usize].rank as usize == k,
+                records[id as usize].rank as usize == k,
                 W,
                 "rank inverts sorted ids",
             )?;
@@ -1434,7 +1604,7 @@ where
                 W,
                 "runs non-empty, increasing, in range",
             )?;
-            let cell = self.grid.cell(parts[lo].pos).map_err(|_| Corruption {
+            let cell = self.grid.cell(parts.pos(lo)).map_err(|_| Corruption {
                 structure: W,
                 invariant: "stored positions within the grid range",
             })?;
@@ -1447,19 +1617,20 @@ where
             prev_key = Some(key);
             ensure(self.find(&v, cell) == Some(s), W, "run found by its cell")?;
             let mut prev_id = None;
-            for (k, q) in parts[lo..hi].iter().enumerate() {
-                let c = self.grid.cell(q.pos).map_err(|_| Corruption {
+            for k in lo..hi {
+                let id = parts.id(k);
+                let c = self.grid.cell(parts.pos(k)).map_err(|_| Corruption {
                     structure: W,
                     invariant: "stored positions within the grid range",
                 })?;
                 ensure(c == cell, W, "particle in its cell's run")?;
                 ensure(
-                    prev_id.is_none_or(|p| p < q.id),
+                    prev_id.is_none_or(|p| p < id),
                     W,
                     "input order within a run",
                 )?;
-                prev_id = Some(q.id);
-                identity &= q.id as usize == lo + k;
+                prev_id = Some(id);
+                identity &= id as usize == k;
             }
         }
         ensure(identity == self.identity, W, "identity flag exact")?;

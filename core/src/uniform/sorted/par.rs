@@ -27,7 +27,7 @@
 //! result is the same for every executor and number of workers.
 
 use super::*;
-use crate::exec::{Executor, Parts, exclusive_prefix_sum, task_split};
+use crate::exec::{Every, Executor, Parts, exclusive_prefix_sum, task_split};
 
 /// Particles per task of the build's passes.
 const BUILD_GRAIN: usize = 16 * 1024;
@@ -87,17 +87,18 @@ where
         let (grid, lo, hi) =
             Grid::fit_with_bounds(radius, n, all, self.table.as_ref().len(), self.capacity())?;
         // Validated: from here on nothing can fail.
-        let parts = &mut self.particles.as_mut()[..n];
+        let mut parts = PlanesMut::new(self.particles.as_mut(), n);
         let records = &mut self.records.as_mut()[..n];
-        let (runs, identity) = match par_copy_if_sorted(exec, &grid, positions, parts, records) {
+        let (runs, identity) = match par_copy_if_sorted(exec, &grid, positions, &mut parts, records)
+        {
             Some(runs) => (runs, true),
             None => {
                 let table = self.table.as_mut();
                 let dense = DenseBox::new(&grid, lo, hi, table.len());
                 let runs = match dense {
                     Some(d) if exec.workers() > 1 => {
-                        par_dense_sort(exec, &d, &grid, positions, table, parts, records);
-                        par_mark_runs(exec, &grid, parts, records)
+                        par_dense_sort(exec, &d, &grid, positions, table, &mut parts, records);
+                        par_mark_runs(exec, &grid, &parts.view(), records)
                     }
                     _ => sort_unsorted(
                         &grid,
@@ -106,7 +107,7 @@ where
                         positions,
                         table,
                         &mut self.stamp,
-                        parts,
+                        &mut parts,
                         records,
                     ),
                 };
@@ -144,7 +145,6 @@ where
             let s0 = t * grain;
             let mut out = Batch::new(|i, j, d2| f(sink, i, j, d2), r2);
             self.pair_range(&v, s0, s0 + grain, &mut out);
-            out.flush();
         });
         Ok(())
     }
@@ -193,19 +193,18 @@ where
             );
             let s0 = t * grain;
             self.sweep_rows_in(&v, s0, s0 + grain, |k, rows| {
-                let me = v.parts[k].pos;
-                batch.begin(k as u32);
+                batch.begin(&v.parts, k as u32, v.parts.pos(k));
                 for &(lo, hi) in rows {
                     let (lo, hi) = (lo as usize, hi as usize);
                     if (lo..hi).contains(&k) {
-                        batch.add(me, &v.parts[lo..k]);
-                        batch.add(me, &v.parts[k + 1..hi]);
+                        batch.add(&v.parts, lo, k);
+                        batch.add(&v.parts, k + 1, hi);
                     } else {
-                        batch.add(me, &v.parts[lo..hi]);
+                        batch.add(&v.parts, lo, hi);
                     }
                 }
             });
-            batch.flush();
+            batch.flush(&v.parts);
         });
         Ok(())
     }
@@ -240,9 +239,9 @@ where
                     let base = piece.start();
                     let degs = piece.slice();
                     let s0 = t * grain;
-                    self.sweep_rows_in(&v, s0, s0 + grain, |k, rows| {
+                    self.sweep_cands_in(&v, s0, s0 + grain, |k, cands| {
                         if let Some(d) = degs.get_mut(k - base) {
-                            *d = self.gather_one(k, rows, &mut [], 0) as u32;
+                            *d = self.gather_cands(k, cands, &mut [], 0) as u32;
                         }
                     });
                 },
@@ -265,8 +264,8 @@ where
                 let dst = piece.slice();
                 let mut cursor = 0;
                 let s0 = t * grain;
-                self.sweep_rows_in(&v, s0, s0 + grain, |k, rows| {
-                    cursor = self.gather_one(k, rows, dst, cursor);
+                self.sweep_cands_in(&v, s0, s0 + grain, |k, cands| {
+                    cursor = self.gather_cands(k, cands, dst, cursor);
                 });
             },
         );
@@ -282,7 +281,7 @@ fn par_copy_if_sorted<P: Point, E: Executor>(
     exec: &E,
     grid: &Grid<P>,
     positions: &[P],
-    parts: &mut [SortedParticle<P>],
+    parts: &mut PlanesMut<'_, P>,
     records: &mut [CellRecord<P>],
 ) -> Option<usize> {
     let n = positions.len();
@@ -292,18 +291,19 @@ fn par_copy_if_sorted<P: Point, E: Executor>(
     exec.run(
         tasks,
         (
-            Parts::chunks(&mut parts[..], grain),
+            parts.reborrow().cut(Every(grain)),
             Parts::chunks(&mut records[..], grain),
             Parts::chunks(&mut pieces[..tasks], 1),
         ),
-        |t, (mut ps, mut rs, mut out)| {
+        |t, (ps, mut rs, mut out)| {
+            let (_, mut ps) = PlanesMut::from_piece(ps);
             let lo = (t * grain).min(n);
             let mut prev = lo.checked_sub(1).map(|i| key(positions[i]));
             let mut piece = Piece {
                 sorted: true,
                 runs: 0,
             };
-            for (k, (sp, rec)) in ps.slice().iter_mut().zip(rs.slice().iter_mut()).enumerate() {
+            for (k, rec) in rs.slice().iter_mut().enumerate() {
                 let i = lo + k;
                 let p = positions[i];
                 let kk = key(p);
@@ -316,10 +316,7 @@ fn par_copy_if_sorted<P: Point, E: Executor>(
                     _ => piece.runs += 1,
                 }
                 prev = Some(kk);
-                *sp = SortedParticle {
-                    pos: p,
-                    id: i as u32,
-                };
+                ps.set(k, p, i as u32);
                 rec.rank = i as u32;
             }
             if let Some(o) = out.slice().first_mut() {
@@ -337,7 +334,7 @@ fn par_copy_if_sorted<P: Point, E: Executor>(
     Some(mark_counted_runs(
         exec,
         grid,
-        parts,
+        &parts.view(),
         &counts[..tasks],
         grain,
         records,
@@ -353,7 +350,7 @@ fn par_dense_sort<P: Point, E: Executor>(
     grid: &Grid<P>,
     positions: &[P],
     table: &mut [TableSlot],
-    parts: &mut [SortedParticle<P>],
+    parts: &mut PlanesMut<'_, P>,
     records: &mut [CellRecord<P>],
 ) {
     let n = positions.len();
@@ -409,12 +406,13 @@ fn par_dense_sort<P: Point, E: Executor>(
         first[t + 1] = first[t] + totals[t] as usize;
     }
     let first = &first;
-    // Each worker places its particles, in input order, in its range.
+    // Each worker places the ids of its particles, in input order, in its
+    // range.
     exec.run(
         w,
         (
             Parts::cut(&mut counts[..], cut),
-            Parts::cut(&mut parts[..n], |t: usize| {
+            Parts::cut(parts.ids_mut(), |t: usize| {
                 first.get(t).copied().unwrap_or(usize::MAX)
             }),
         ),
@@ -426,26 +424,27 @@ fn par_dense_sort<P: Point, E: Executor>(
                 if let Some(x) = c.get_mut((rec.rank as usize).wrapping_sub(c0)) {
                     let k = x.slot as usize;
                     x.slot += 1;
-                    if let (Some(dst), Some(&p)) = (ps.get_mut(k), positions.get(i)) {
-                        *dst = SortedParticle {
-                            pos: p,
-                            id: i as u32,
-                        };
+                    if let Some(dst) = ps.get_mut(k) {
+                        *dst = i as u32;
                     }
                 }
             }
         },
     );
+    // The coordinates, gathered in sorted order by tasks of positions.
+    exec.run(tasks, parts.reborrow().cut(Every(grain)), |_, piece| {
+        PlanesMut::from_piece(piece).1.gather_positions(positions);
+    });
     // Ranks: each worker owns a range of ids and scans the sorted ids.
-    let parts = &parts[..n];
+    let sorted = parts.view().ids();
     exec.run(
         w,
         Parts::chunks(&mut records[..n], n.div_ceil(w)),
         |_, mut rs| {
             let lo = rs.start();
             let rs = rs.slice();
-            for (k, sp) in parts.iter().enumerate() {
-                if let Some(rec) = rs.get_mut((sp.id as usize).wrapping_sub(lo)) {
+            for (k, &id) in sorted.iter().enumerate() {
+                if let Some(rec) = rs.get_mut((id as usize).wrapping_sub(lo)) {
                     rec.rank = k as u32;
                 }
             }
@@ -459,12 +458,12 @@ fn par_dense_sort<P: Point, E: Executor>(
 fn par_mark_runs<P: Point, E: Executor>(
     exec: &E,
     grid: &Grid<P>,
-    parts: &[SortedParticle<P>],
+    parts: &Planes<'_, P>,
     records: &mut [CellRecord<P>],
 ) -> usize {
     let n = parts.len();
     let (tasks, grain) = task_split(n, BUILD_GRAIN, MAX_TASKS);
-    let key = |k: usize| P::cell_row_key(grid.cell_unchecked(parts[k].pos));
+    let key = |k: usize| P::cell_row_key(grid.cell_unchecked(parts.pos(k)));
     let mut counts = [0u32; MAX_TASKS];
     exec.run(tasks, Parts::chunks(&mut counts[..tasks], 1), |t, mut c| {
         let lo = (t * grain).min(n);
@@ -489,13 +488,13 @@ fn par_mark_runs<P: Point, E: Executor>(
 fn mark_counted_runs<P: Point, E: Executor>(
     exec: &E,
     grid: &Grid<P>,
-    parts: &[SortedParticle<P>],
+    parts: &Planes<'_, P>,
     counts: &[u32],
     grain: usize,
     records: &mut [CellRecord<P>],
 ) -> usize {
     let n = parts.len();
-    let key = |k: usize| P::cell_row_key(grid.cell_unchecked(parts[k].pos));
+    let key = |k: usize| P::cell_row_key(grid.cell_unchecked(parts.pos(k)));
     let mut first = [0u32; MAX_TASKS + 1];
     for (t, &c) in counts.iter().enumerate().take(MAX_TASKS) {
         first[t + 1] = first[t] + c;
