@@ -47,7 +47,10 @@ impl TableSlot {
 /// [`CellSortedHash::sorted_ids`] and [`CellSortedHash::sorted_position`].
 #[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
 #[repr(transparent)]
-pub struct SortedParticle<P: Point> {
+pub struct SortedParticle<P>
+where
+    P: Point,
+{
     words: P::Words,
 }
 
