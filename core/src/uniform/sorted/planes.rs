@@ -21,8 +21,12 @@ pub(super) const LANES: usize = 8;
 
 /// Candidates handled per round of the sweeps' kernels: their distances are
 /// computed first (a vectorised loop), then the hits are collected (a
-/// branch-free loop).
+/// branch-free loop). One lane group on targets without an operating
+/// system, whose stacks are small.
+#[cfg(not(target_os = "none"))]
 pub(super) const CHUNK: usize = 64;
+#[cfg(target_os = "none")]
+pub(super) const CHUNK: usize = LANES;
 
 /// For each 8-bit hit mask, the lanes that are set, in order (the rest
 /// zero): a mask of hits becomes a list of hits with one table load and one
@@ -125,9 +129,9 @@ impl Local {
             return false;
         }
         for a in 0..P::DIM {
-            self.axes[a][at..at + n].copy_from_slice(&src.axes[a][lo..hi]);
+            copy_lanes(&mut self.axes[a], at, src.axes[a], lo, n);
         }
-        self.ids[at..at + n].copy_from_slice(&src.ids[lo..hi]);
+        copy_lanes(&mut self.ids, at, src.ids, lo, n);
         self.len = at + n;
         true
     }
@@ -148,6 +152,32 @@ impl Local {
             ids: &self.ids[..end],
             _p: PhantomData,
         }
+    }
+}
+
+/// Copies `src[lo..lo + n]` to `dst[at..]` in whole lane groups where both
+/// sides allow it (writing up to a group past `at + n`, which a later copy
+/// or the far-away lanes overwrite): short runs copied inline, not through
+/// a `memcpy` call per run.
+#[inline(always)]
+fn copy_lanes<T: Copy>(dst: &mut [T], at: usize, src: &[T], lo: usize, n: usize) {
+    let mut j = 0;
+    while j < n {
+        match (
+            dst.get_mut(at + j..at + j + LANES),
+            src.get(lo + j..lo + j + LANES),
+        ) {
+            (Some(d), Some(s)) => d.copy_from_slice(s),
+            _ => {
+                for x in j..n {
+                    if let (Some(d), Some(&s)) = (dst.get_mut(at + x), src.get(lo + x)) {
+                        *d = s;
+                    }
+                }
+                return;
+            }
+        }
+        j += LANES;
     }
 }
 
