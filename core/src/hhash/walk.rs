@@ -29,76 +29,87 @@ where
         stop: u32,
         visit: V,
     ) {
-        self.walk(lo, hi, stop, u64::MAX, visit);
+        let mut budget = u64::MAX;
+        self.walk(lo, hi, stop, &mut budget, visit);
     }
 
     /// [`traverse`](Self::traverse), stopping after `budget` enumerated
-    /// cells; `false` if it stopped early.
+    /// cells (each enumerated cell, its bucket current or not, takes one
+    /// from `budget`); `false` if it stopped early.
     #[inline(always)]
     pub(super) fn walk<V: FnMut(u32, &[i32; 3], u32, usize)>(
         &self,
         lo: &[i32; 3],
         hi: &[i32; 3],
         stop: u32,
+        budget: &mut u64,
+        visit: V,
+    ) -> bool {
+        // The budget in a local (a register), written back once.
+        let left = self.walk_local(lo, hi, stop, *budget, visit);
+        *budget = left.unwrap_or(0);
+        left.is_some()
+    }
+
+    /// [`walk`](Self::walk) with the budget by value: the budget left, or
+    /// `None` if it ran out.
+    #[inline(always)]
+    fn walk_local<V: FnMut(u32, &[i32; 3], u32, usize)>(
+        &self,
+        lo: &[i32; 3],
+        hi: &[i32; 3],
+        stop: u32,
         mut budget: u64,
         mut visit: V,
-    ) -> bool {
+    ) -> Option<u64> {
         let table = self.table.as_ref();
         let stamp = self.stamp;
         if stamp == 0 {
-            return true; // never used: nothing stored, the table unchecked
+            return Some(budget); // never used: nothing stored, the table unchecked
         }
         if S::HIERARCHICAL {
-            // Depth-first, no recursion: `cur[d]` is the cell being visited
-            // at the `d`-th level of `order`, `keys[d]` the key of its
-            // parent. A level's range (the children of `cur[d - 1]` that
-            // the query overlaps) is recomputed when the cell advances.
+            // Depth-first from the largest class: a cell's children that the
+            // query overlaps are a box computed once per parent, and only
+            // flagged cells are descended into (Listing 2's pruning).
             let mut deepest = 0usize;
             while deepest + 1 < self.n_levels as usize && self.order[deepest + 1] as u32 >= stop {
                 deepest += 1;
             }
-            let mut cur = [[0i32; 3]; 32];
-            let mut keys = [0u32; 32];
-            cur[0] = shr(lo, self.order[0] as u32);
-            let mut d = 0usize;
-            loop {
-                if budget == 0 {
-                    return false;
-                }
-                budget -= 1;
-                let l = self.order[d] as u32;
-                let cell = cur[d];
-                let key = keys[d].wrapping_add(Self::h(&cell, l));
-                let b = self.bucket_of(key);
-                let tag = table[b].tag;
-                if tag & STAMP_MASK == stamp {
-                    visit(d as u32, &cell, key, b);
-                    if tag & FLAG != 0 && d < deepest {
-                        let (clo, _) = self.child_range(lo, hi, &cell, d);
-                        d += 1;
-                        cur[d] = clo;
-                        keys[d] = key;
-                        continue;
+            // The largest class here, the recursion below flagged cells.
+            let top = self.order[0] as u32;
+            let (rlo, rhi) = (shr(lo, top), shr(hi, top));
+            for z in rlo[2]..=rhi[2] {
+                for y in rlo[1]..=rhi[1] {
+                    for x in rlo[0]..=rhi[0] {
+                        if budget == 0 {
+                            return None;
+                        }
+                        budget -= 1;
+                        let cell = [x, y, z];
+                        let key = Self::h(&cell, top);
+                        let b = self.bucket_of(key);
+                        let tag = table[b].tag;
+                        if tag & STAMP_MASK != stamp {
+                            continue;
+                        }
+                        visit(0, &cell, key, b);
+                        if tag & FLAG != 0 && deepest > 0 {
+                            budget = self.descend(
+                                lo,
+                                hi,
+                                (1, deepest),
+                                key,
+                                self.child_range(lo, hi, &cell, 0),
+                                budget,
+                                &mut visit,
+                            )?;
+                        }
                     }
-                }
-                // Next cell: advance at this depth, popping finished levels.
-                loop {
-                    let (rlo, rhi) = if d == 0 {
-                        let top = self.order[0] as u32;
-                        (shr(lo, top), shr(hi, top))
-                    } else {
-                        self.child_range(lo, hi, &cur[d - 1], d - 1)
-                    };
-                    if advance::<B::Point>(&mut cur[d], &rlo, &rhi) {
-                        break;
-                    }
-                    if d == 0 {
-                        return true;
-                    }
-                    d -= 1;
                 }
             }
-        } else {
+            return Some(budget);
+        }
+        {
             for li in 0..self.n_levels {
                 let l = self.order[li as usize] as u32;
                 if l < stop {
@@ -111,7 +122,7 @@ where
                 let mut c = clo;
                 loop {
                     if budget == 0 {
-                        return false;
+                        return None;
                     }
                     budget -= 1;
                     let key = Self::h(&c, l);
@@ -125,7 +136,61 @@ where
                 }
             }
         }
-        true
+        Some(budget)
+    }
+
+    /// The hierarchical walk below one parent: the cells `range` of level
+    /// `order[depth.0]` (the children of the parent whose key is `parent`
+    /// that the query `[lo, hi]` overlaps), in odometer order (axis 0
+    /// fastest), each visited if its bucket is current and descended into
+    /// if flagged `hasChildren` and above `order[depth.1]`. The budget
+    /// left, or `None` if it ran out.
+    #[allow(clippy::too_many_arguments)]
+    fn descend<V: FnMut(u32, &[i32; 3], u32, usize)>(
+        &self,
+        lo: &[i32; 3],
+        hi: &[i32; 3],
+        depth: (usize, usize),
+        parent: u32,
+        range: ([i32; 3], [i32; 3]),
+        mut budget: u64,
+        visit: &mut V,
+    ) -> Option<u64> {
+        let (d, deepest) = depth;
+        let (rlo, rhi) = range;
+        let table = self.table.as_ref();
+        let stamp = self.stamp;
+        let l = self.order[d] as u32;
+        for z in rlo[2]..=rhi[2] {
+            for y in rlo[1]..=rhi[1] {
+                for x in rlo[0]..=rhi[0] {
+                    if budget == 0 {
+                        return None;
+                    }
+                    budget -= 1;
+                    let cell = [x, y, z];
+                    let key = parent.wrapping_add(Self::h(&cell, l));
+                    let b = self.bucket_of(key);
+                    let tag = table[b].tag;
+                    if tag & STAMP_MASK != stamp {
+                        continue;
+                    }
+                    visit(d as u32, &cell, key, b);
+                    if tag & FLAG != 0 && d < deepest {
+                        budget = self.descend(
+                            lo,
+                            hi,
+                            (d + 1, deepest),
+                            key,
+                            self.child_range(lo, hi, &cell, d),
+                            budget,
+                            visit,
+                        )?;
+                    }
+                }
+            }
+        }
+        Some(budget)
     }
 
     /// `true` if walking the base-cell range `[lo, hi]` down to level
@@ -136,7 +201,8 @@ where
     #[inline(always)]
     pub(super) fn too_many_cells(&self, lo: &[i32; 3], hi: &[i32; 3], stop: u32) -> bool {
         let scan = self.slots.as_ref().len() as u64 + self.n_particles as u64 + 64;
-        self.walk_exceeds(lo, hi, stop, SCAN_FACTOR.saturating_mul(scan))
+        let limit = SCAN_FACTOR.saturating_mul(scan);
+        self.walk_exceeds(lo, hi, stop, limit)
     }
 
     /// `true` if the walk would enumerate more than `limit` cells. Cheap when
@@ -161,7 +227,8 @@ where
         if total <= limit {
             return false;
         }
-        !S::HIERARCHICAL || !self.walk(lo, hi, stop, limit, |_, _, _, _| {})
+        let mut budget = limit;
+        !S::HIERARCHICAL || !self.walk(lo, hi, stop, &mut budget, |_, _, _, _| {})
     }
 
     /// The cells of level `order[d + 1]` inside `parent` (a cell of level
