@@ -115,31 +115,52 @@ where
         }
         self.traverse(&lo, &hi, stop, |li, cell, _key, b| {
             let l = self.order[li as usize] as u32;
-            let mut prev = NONE;
-            for id in self.entries(b) {
-                if id & PARTICLE != 0 {
-                    continue;
-                }
-                match mode {
-                    Candidates::Raw => f(id),
-                    // An object whose cells share this bucket has adjacent
-                    // entries here (it pushed them in one go): one is enough.
-                    Candidates::Unique | Candidates::Exact if id == prev => {}
-                    Candidates::Unique | Candidates::Exact => {
-                        prev = id;
-                        let s = &slots[id as usize];
-                        // One branch per entry: the tests on the slot are
-                        // combined without short-circuits.
-                        let fits = (s.level == l)
-                            & (mode == Candidates::Unique || s.aabb.overlaps(q))
-                            & Self::canonical(&lo, s, l, cell);
-                        if fits && keep(id, s.level) {
-                            f(id);
-                        }
+            self.scan_bucket(b, l, cell, (q, &lo), mode, &mut keep, &mut f);
+        });
+    }
+
+    /// The object candidates of query `q` (lower base cell `q.1`) in
+    /// bucket `b`, visited as cell `cell` of level `l` (see
+    /// [`candidates_in`](Self::candidates_in)). Out of line: the walk's
+    /// loop and this one keep their own registers.
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    fn scan_bucket<F: FnMut(u32), K: FnMut(u32, u32) -> bool>(
+        &self,
+        b: usize,
+        l: u32,
+        cell: &[i32; 3],
+        q: (&B, &[i32; 3]),
+        mode: Candidates,
+        keep: &mut K,
+        f: &mut F,
+    ) {
+        let (q, lo) = q;
+        let slots = self.slots.as_ref();
+        let mut prev = NONE;
+        for id in self.entries(b) {
+            if id & PARTICLE != 0 {
+                continue;
+            }
+            match mode {
+                Candidates::Raw => f(id),
+                // An object whose cells share this bucket has adjacent
+                // entries here (it pushed them in one go): one is enough.
+                Candidates::Unique | Candidates::Exact if id == prev => {}
+                Candidates::Unique | Candidates::Exact => {
+                    prev = id;
+                    let s = &slots[id as usize];
+                    // One branch per entry: the tests on the slot are
+                    // combined without short-circuits.
+                    let fits = (s.level == l)
+                        & (mode == Candidates::Unique || s.aabb.overlaps(q))
+                        & Self::canonical(lo, s, l, cell);
+                    if fits && keep(id, s.level) {
+                        f(id);
                     }
                 }
             }
-        });
+        }
     }
 
     /// Calls `f(id)` for the object candidates of the box `q`: with

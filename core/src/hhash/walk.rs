@@ -68,46 +68,58 @@ where
             return Some(budget); // never used: nothing stored, the table unchecked
         }
         if S::HIERARCHICAL {
-            // Depth-first from the largest class: a cell's children that the
-            // query overlaps are a box computed once per parent, and only
-            // flagged cells are descended into (Listing 2's pruning).
+            // Depth-first from the largest class, only below flagged cells
+            // (Listing 2's pruning).
             let mut deepest = 0usize;
             while deepest + 1 < self.n_levels as usize && self.order[deepest + 1] as u32 >= stop {
                 deepest += 1;
             }
-            // The largest class here, the recursion below flagged cells.
+            // No recursion (the firmware's call-graph check): `cur[d]` is the
+            // cell visited at depth `d` of `order`, `keys[d]` the key of its
+            // parent. A level's range (the children of `cur[d - 1]` that the
+            // query overlaps) is recomputed when the cell advances: cheaper
+            // than zeroing a third array per query, as ranges are short.
             let top = self.order[0] as u32;
-            let (rlo, rhi) = (shr(lo, top), shr(hi, top));
-            for z in rlo[2]..=rhi[2] {
-                for y in rlo[1]..=rhi[1] {
-                    for x in rlo[0]..=rhi[0] {
-                        if budget == 0 {
-                            return None;
-                        }
-                        budget -= 1;
-                        let cell = [x, y, z];
-                        let key = Self::h(&cell, top);
-                        let b = self.bucket_of(key);
-                        let tag = table[b].tag;
-                        if tag & STAMP_MASK != stamp {
-                            continue;
-                        }
-                        visit(0, &cell, key, b);
-                        if tag & FLAG != 0 && deepest > 0 {
-                            budget = self.descend(
-                                lo,
-                                hi,
-                                (1, deepest),
-                                key,
-                                self.child_range(lo, hi, &cell, 0),
-                                budget,
-                                &mut visit,
-                            )?;
-                        }
+            let mut cur = [[0i32; 3]; 32];
+            let mut keys = [0u32; 32];
+            cur[0] = shr(lo, top);
+            let mut d = 0usize;
+            loop {
+                if budget == 0 {
+                    return None;
+                }
+                budget -= 1;
+                let l = self.order[d] as u32;
+                let cell = cur[d];
+                let key = keys[d].wrapping_add(Self::h(&cell, l));
+                let b = self.bucket_of(key);
+                let tag = table[b].tag;
+                if tag & STAMP_MASK == stamp {
+                    visit(d as u32, &cell, key, b);
+                    if tag & FLAG != 0 && d < deepest {
+                        let (clo, _) = self.child_range(lo, hi, &cell, d);
+                        d += 1;
+                        cur[d] = clo;
+                        keys[d] = key;
+                        continue;
                     }
                 }
+                // Next cell: advance at this depth, popping finished levels.
+                loop {
+                    let (rlo, rhi) = if d == 0 {
+                        (shr(lo, top), shr(hi, top))
+                    } else {
+                        self.child_range(lo, hi, &cur[d - 1], d - 1)
+                    };
+                    if advance::<B::Point>(&mut cur[d], &rlo, &rhi) {
+                        break;
+                    }
+                    if d == 0 {
+                        return Some(budget);
+                    }
+                    d -= 1;
+                }
             }
-            return Some(budget);
         }
         {
             for li in 0..self.n_levels {
@@ -132,60 +144,6 @@ where
                     }
                     if !advance::<B::Point>(&mut c, &clo, &chi) {
                         break;
-                    }
-                }
-            }
-        }
-        Some(budget)
-    }
-
-    /// The hierarchical walk below one parent: the cells `range` of level
-    /// `order[depth.0]` (the children of the parent whose key is `parent`
-    /// that the query `[lo, hi]` overlaps), in odometer order (axis 0
-    /// fastest), each visited if its bucket is current and descended into
-    /// if flagged `hasChildren` and above `order[depth.1]`. The budget
-    /// left, or `None` if it ran out.
-    #[allow(clippy::too_many_arguments)]
-    fn descend<V: FnMut(u32, &[i32; 3], u32, usize)>(
-        &self,
-        lo: &[i32; 3],
-        hi: &[i32; 3],
-        depth: (usize, usize),
-        parent: u32,
-        range: ([i32; 3], [i32; 3]),
-        mut budget: u64,
-        visit: &mut V,
-    ) -> Option<u64> {
-        let (d, deepest) = depth;
-        let (rlo, rhi) = range;
-        let table = self.table.as_ref();
-        let stamp = self.stamp;
-        let l = self.order[d] as u32;
-        for z in rlo[2]..=rhi[2] {
-            for y in rlo[1]..=rhi[1] {
-                for x in rlo[0]..=rhi[0] {
-                    if budget == 0 {
-                        return None;
-                    }
-                    budget -= 1;
-                    let cell = [x, y, z];
-                    let key = parent.wrapping_add(Self::h(&cell, l));
-                    let b = self.bucket_of(key);
-                    let tag = table[b].tag;
-                    if tag & STAMP_MASK != stamp {
-                        continue;
-                    }
-                    visit(d as u32, &cell, key, b);
-                    if tag & FLAG != 0 && d < deepest {
-                        budget = self.descend(
-                            lo,
-                            hi,
-                            (d + 1, deepest),
-                            key,
-                            self.child_range(lo, hi, &cell, d),
-                            budget,
-                            visit,
-                        )?;
                     }
                 }
             }
