@@ -32,6 +32,11 @@ pub struct CellVisit {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct QueryCounts {
+    /// Cells enumerated: keys computed and buckets probed, whether the
+    /// bucket held data of the current step or not (multilevel hashing:
+    /// every cell of the query in every class holding entries;
+    /// hierarchical hashing: the cells below flagged buckets only).
+    pub keys: u64,
     /// Cells whose bucket was read (buckets with the current stamp).
     pub cells: u64,
     /// Object entries retrieved ([`Candidates::Raw`]).
@@ -59,7 +64,11 @@ where
     /// monotone, so its cell is the maximum of the two corners' cells.
     #[inline(always)]
     pub(super) fn canonical(qlo: &[i32; 3], slot: &HashSlot<B>, l: u32, cell: &[i32; 3]) -> bool {
-        (0..B::Point::DIM).all(|k| (qlo[k].max(slot.lo[k]) >> l) == cell[k])
+        let mut ok = true;
+        for k in 0..B::Point::DIM {
+            ok &= (qlo[k].max(slot.lo[k]) >> l) == cell[k];
+        }
+        ok
     }
 
     /// `true` if object `b` of level `lb` is stored in cell `cell` of level
@@ -106,30 +115,52 @@ where
         }
         self.traverse(&lo, &hi, stop, |li, cell, _key, b| {
             let l = self.order[li as usize] as u32;
-            let mut prev = NONE;
-            for id in self.entries(b) {
-                if id & PARTICLE != 0 {
-                    continue;
-                }
-                match mode {
-                    Candidates::Raw => f(id),
-                    // An object whose cells share this bucket has adjacent
-                    // entries here (it pushed them in one go): one is enough.
-                    Candidates::Unique | Candidates::Exact if id == prev => {}
-                    Candidates::Unique | Candidates::Exact => {
-                        prev = id;
-                        let s = &slots[id as usize];
-                        if s.level == l
-                            && keep(id, s.level)
-                            && (mode == Candidates::Unique || s.aabb.overlaps(q))
-                            && Self::canonical(&lo, s, l, cell)
-                        {
-                            f(id);
-                        }
+            self.scan_bucket(b, l, cell, (q, &lo), mode, &mut keep, &mut f);
+        });
+    }
+
+    /// The object candidates of query `q` (lower base cell `q.1`) in
+    /// bucket `b`, visited as cell `cell` of level `l` (see
+    /// [`candidates_in`](Self::candidates_in)). Out of line: the walk's
+    /// loop and this one keep their own registers.
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    fn scan_bucket<F: FnMut(u32), K: FnMut(u32, u32) -> bool>(
+        &self,
+        b: usize,
+        l: u32,
+        cell: &[i32; 3],
+        q: (&B, &[i32; 3]),
+        mode: Candidates,
+        keep: &mut K,
+        f: &mut F,
+    ) {
+        let (q, lo) = q;
+        let slots = self.slots.as_ref();
+        let mut prev = NONE;
+        for id in self.entries(b) {
+            if id & PARTICLE != 0 {
+                continue;
+            }
+            match mode {
+                Candidates::Raw => f(id),
+                // An object whose cells share this bucket has adjacent
+                // entries here (it pushed them in one go): one is enough.
+                Candidates::Unique | Candidates::Exact if id == prev => {}
+                Candidates::Unique | Candidates::Exact => {
+                    prev = id;
+                    let s = &slots[id as usize];
+                    // One branch per entry: the tests on the slot are
+                    // combined without short-circuits.
+                    let fits = (s.level == l)
+                        & (mode == Candidates::Unique || s.aabb.overlaps(q))
+                        & Self::canonical(lo, s, l, cell);
+                    if fits && keep(id, s.level) {
+                        f(id);
                     }
                 }
             }
-        });
+        }
     }
 
     /// Calls `f(id)` for the object candidates of the box `q`: with
@@ -301,7 +332,8 @@ where
             return Err(Error::OutOfRange);
         }
         let slots = self.slots.as_ref();
-        self.traverse(&lo, &hi, 0, |li, cell, _, b| {
+        let mut budget = u64::MAX;
+        self.walk(&lo, &hi, 0, &mut budget, |li, cell, _, b| {
             n.cells += 1;
             let l = self.order[li as usize] as u32;
             let mut prev = NONE;
@@ -320,6 +352,7 @@ where
                 }
             }
         });
+        n.keys = u64::MAX - budget;
         Ok(n)
     }
 }

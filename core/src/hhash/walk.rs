@@ -29,41 +29,64 @@ where
         stop: u32,
         visit: V,
     ) {
-        self.walk(lo, hi, stop, u64::MAX, visit);
+        let mut budget = u64::MAX;
+        self.walk(lo, hi, stop, &mut budget, visit);
     }
 
     /// [`traverse`](Self::traverse), stopping after `budget` enumerated
-    /// cells; `false` if it stopped early.
+    /// cells (each enumerated cell, its bucket current or not, takes one
+    /// from `budget`); `false` if it stopped early.
     #[inline(always)]
     pub(super) fn walk<V: FnMut(u32, &[i32; 3], u32, usize)>(
         &self,
         lo: &[i32; 3],
         hi: &[i32; 3],
         stop: u32,
+        budget: &mut u64,
+        visit: V,
+    ) -> bool {
+        // The budget in a local (a register), written back once.
+        let left = self.walk_local(lo, hi, stop, *budget, visit);
+        *budget = left.unwrap_or(0);
+        left.is_some()
+    }
+
+    /// [`walk`](Self::walk) with the budget by value: the budget left, or
+    /// `None` if it ran out.
+    #[inline(always)]
+    fn walk_local<V: FnMut(u32, &[i32; 3], u32, usize)>(
+        &self,
+        lo: &[i32; 3],
+        hi: &[i32; 3],
+        stop: u32,
         mut budget: u64,
         mut visit: V,
-    ) -> bool {
+    ) -> Option<u64> {
         let table = self.table.as_ref();
         let stamp = self.stamp;
         if stamp == 0 {
-            return true; // never used: nothing stored, the table unchecked
+            return Some(budget); // never used: nothing stored, the table unchecked
         }
         if S::HIERARCHICAL {
-            // Depth-first, no recursion: `cur[d]` is the cell being visited
-            // at the `d`-th level of `order`, `keys[d]` the key of its
-            // parent. A level's range (the children of `cur[d - 1]` that
-            // the query overlaps) is recomputed when the cell advances.
+            // Depth-first from the largest class, only below flagged cells
+            // (Listing 2's pruning).
             let mut deepest = 0usize;
             while deepest + 1 < self.n_levels as usize && self.order[deepest + 1] as u32 >= stop {
                 deepest += 1;
             }
+            // No recursion (the firmware's call-graph check): `cur[d]` is the
+            // cell visited at depth `d` of `order`, `keys[d]` the key of its
+            // parent. A level's range (the children of `cur[d - 1]` that the
+            // query overlaps) is recomputed when the cell advances: cheaper
+            // than zeroing a third array per query, as ranges are short.
+            let top = self.order[0] as u32;
             let mut cur = [[0i32; 3]; 32];
             let mut keys = [0u32; 32];
-            cur[0] = shr(lo, self.order[0] as u32);
+            cur[0] = shr(lo, top);
             let mut d = 0usize;
             loop {
                 if budget == 0 {
-                    return false;
+                    return None;
                 }
                 budget -= 1;
                 let l = self.order[d] as u32;
@@ -84,7 +107,6 @@ where
                 // Next cell: advance at this depth, popping finished levels.
                 loop {
                     let (rlo, rhi) = if d == 0 {
-                        let top = self.order[0] as u32;
                         (shr(lo, top), shr(hi, top))
                     } else {
                         self.child_range(lo, hi, &cur[d - 1], d - 1)
@@ -93,12 +115,13 @@ where
                         break;
                     }
                     if d == 0 {
-                        return true;
+                        return Some(budget);
                     }
                     d -= 1;
                 }
             }
-        } else {
+        }
+        {
             for li in 0..self.n_levels {
                 let l = self.order[li as usize] as u32;
                 if l < stop {
@@ -111,7 +134,7 @@ where
                 let mut c = clo;
                 loop {
                     if budget == 0 {
-                        return false;
+                        return None;
                     }
                     budget -= 1;
                     let key = Self::h(&c, l);
@@ -125,7 +148,7 @@ where
                 }
             }
         }
-        true
+        Some(budget)
     }
 
     /// `true` if walking the base-cell range `[lo, hi]` down to level
@@ -136,7 +159,8 @@ where
     #[inline(always)]
     pub(super) fn too_many_cells(&self, lo: &[i32; 3], hi: &[i32; 3], stop: u32) -> bool {
         let scan = self.slots.as_ref().len() as u64 + self.n_particles as u64 + 64;
-        self.walk_exceeds(lo, hi, stop, SCAN_FACTOR.saturating_mul(scan))
+        let limit = SCAN_FACTOR.saturating_mul(scan);
+        self.walk_exceeds(lo, hi, stop, limit)
     }
 
     /// `true` if the walk would enumerate more than `limit` cells. Cheap when
@@ -161,7 +185,8 @@ where
         if total <= limit {
             return false;
         }
-        !S::HIERARCHICAL || !self.walk(lo, hi, stop, limit, |_, _, _, _| {})
+        let mut budget = limit;
+        !S::HIERARCHICAL || !self.walk(lo, hi, stop, &mut budget, |_, _, _, _| {})
     }
 
     /// The cells of level `order[d + 1]` inside `parent` (a cell of level
