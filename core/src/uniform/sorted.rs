@@ -1516,31 +1516,35 @@ impl<P: Point, F: FnMut(u32, u32, f32)> Batch<P, F> {
     #[inline(always)]
     fn push_lanes(&mut self, d: &[f32], base: usize, valid: usize) {
         let mask = hit_mask(d, self.r2, valid);
-        let mut len = self.len;
-        if cfg!(target_os = "none") {
-            // Small targets: no table (2 KiB of flash); every lane is
-            // written, the length advances on its bit.
-            for l in 0..LANES {
-                if let Some(h) = self.hits.get_mut(len) {
-                    *h = (base + l) as u32;
-                }
-                len += (mask >> l) & 1;
+        let len = self.len;
+        if let Some(dst) = self.hits.get_mut(len..len + LANES) {
+            for (h, &l) in dst.iter_mut().zip(&LANE_LISTS[mask]) {
+                *h = base as u32 + u32::from(l);
             }
-        } else {
-            if let Some(dst) = self.hits.get_mut(len..len + LANES) {
-                for (h, &l) in dst.iter_mut().zip(&LANE_LISTS[mask]) {
-                    *h = base as u32 + u32::from(l);
-                }
-            }
-            len += usize::from(BIT_COUNT[mask]);
         }
-        self.len = len;
+        self.len = len + usize::from(BIT_COUNT[mask]);
     }
 
     /// Tests the current particle against the particles at positions
     /// `lo..hi` of `parts`.
     #[inline(always)]
     fn add(&mut self, parts: &Planes<'_, P>, lo: usize, hi: usize) {
+        if cfg!(target_os = "none") {
+            // No vector unit, little stack: each candidate written, the
+            // length advanced on a hit.
+            let (p, r2) = (self.p, self.r2);
+            for k in lo..hi {
+                if self.len >= BATCH {
+                    self.flush(parts);
+                }
+                let d2 = p.distance_squared(parts.pos_or_zero(k));
+                if let Some(h) = self.hits.get_mut(self.len) {
+                    *h = k as u32;
+                }
+                self.len += usize::from(d2 < r2);
+            }
+            return;
+        }
         let mut d = [0.0f32; CHUNK];
         let mut k = lo;
         while k < hi {

@@ -284,7 +284,7 @@ pub fn run(mut report: impl FnMut(Figure)) {
             "CellSortedHash neighbour/within query",
             "CellSortedHash neighbor_lists (CSR)",
         ],
-        [(768, 768), (2816, 512), (512, 256), (1280, 1280)],
+        [(768, 768), (2816, 512), (512, 512), (1280, 1280)],
         SORTED.take(),
         &pts,
     );

@@ -94,16 +94,20 @@ pub(super) const LOCAL: usize = 0;
 /// particle of the cell then tests one contiguous range in whole lane
 /// groups, with no tail and no per-range loop.
 pub(super) struct Local {
-    axes: [[f32; LOCAL + LANES]; 3],
-    ids: [u32; LOCAL + LANES],
+    axes: [[f32; LOCAL_ROOM]; 3],
+    ids: [u32; LOCAL_ROOM],
     len: usize,
 }
+
+/// Slots of a [`Local`] copy: its candidates and the far-away lanes (none
+/// at all where [`LOCAL`] is zero).
+const LOCAL_ROOM: usize = if LOCAL > 0 { LOCAL + LANES } else { 0 };
 
 impl Local {
     pub(super) fn new() -> Self {
         Self {
-            axes: [[f32::INFINITY; LOCAL + LANES]; 3],
-            ids: [0; LOCAL + LANES],
+            axes: [[f32::INFINITY; LOCAL_ROOM]; 3],
+            ids: [0; LOCAL_ROOM],
             len: 0,
         }
     }
@@ -139,16 +143,15 @@ impl Local {
     /// The copy as planes, with the far-away lanes after it.
     #[inline(always)]
     pub(super) fn view<P: Point>(&mut self) -> Planes<'_, P> {
-        let end = self.len + LANES;
+        let end = (self.len + LANES).min(LOCAL_ROOM);
         for a in 0..P::DIM {
-            self.axes[a][self.len..end].fill(f32::INFINITY);
+            if let Some(far) = self.axes[a].get_mut(self.len..end) {
+                far.fill(f32::INFINITY);
+            }
         }
+        let [x, y, z] = &self.axes;
         Planes {
-            axes: [
-                &self.axes[0][..end],
-                &self.axes[1][..end],
-                &self.axes[2][..end],
-            ],
+            axes: [&x[..end], &y[..end], &z[..end]],
             ids: &self.ids[..end],
             _p: PhantomData,
         }
@@ -317,6 +320,13 @@ impl<'a, P: Point> Planes<'a, P> {
         hi: usize,
         mut f: impl FnMut(usize, f32),
     ) {
+        if cfg!(target_os = "none") {
+            // No vector unit to feed, little stack: one at a time.
+            for k in lo..hi {
+                f(k, p.distance_squared(self.pos_or_zero(k)));
+            }
+            return;
+        }
         let mut d = [0.0f32; CHUNK];
         let mut k = lo;
         while k < hi {
