@@ -15,8 +15,9 @@
 //! For quick A/B comparisons on a shared machine; the report
 //! (`report -- sph`) is the reference.
 
+use spatium::sph::Stage;
 use spatium_benches::measure::{median, time};
-use spatium_benches::sph_scene::{SPH_SIDE, Search, SphScene, Structure};
+use spatium_benches::sph_scene::{SPH_SIDE, Search, SphScene, StageClock, Structure};
 
 fn main() {
     let mut runs = 7usize;
@@ -66,17 +67,18 @@ fn main() {
                 Search::new(s, n),
                 scene.fluid().expect("fits"),
                 Vec::new(),
+                StageClock::default(),
             )
         })
         .collect();
     let k = subjects.len();
     for round in 0..=runs {
         for j in 0..k {
-            let (s, search, fluid, ms) = &mut subjects[(j + round) % k];
+            let (s, search, fluid, ms, clock) = &mut subjects[(j + round) % k];
             scene.restore(fluid).expect("fits");
             let (r, t) = time(|| {
                 for _ in 0..steps {
-                    search.step(fluid, &mut ())?;
+                    search.step(fluid, clock)?;
                 }
                 Ok::<(), spatium::Error>(())
             });
@@ -95,7 +97,36 @@ fn main() {
         "N={n}, {runs} runs of {steps} steps, thread CPU; load {}",
         load.trim()
     );
-    for (s, _, _, ms) in &subjects {
+    for (s, search, fluid, ms, clock) in &subjects {
+        if let spatium_benches::sph_scene::Search::SortedSkin(v) = search {
+            println!(
+                "{:<28} inner builds {}, reuses {}, candidates {}, pairs {}",
+                s.name(),
+                v.inner_builds(),
+                v.reuses(),
+                v.candidate_count(),
+                v.pairs().len()
+            );
+            let p = v.pairs();
+            let same_i = p.windows(2).filter(|w| w[0].i == w[1].i).count();
+            let same_j = p.windows(2).filter(|w| w[0].j == w[1].j).count();
+            let mean_gap = p
+                .windows(2)
+                .map(|w| (w[0].i as f64 - w[1].i as f64).abs())
+                .sum::<f64>()
+                / p.len() as f64;
+            println!("    consecutive same i {same_i}, same j {same_j}, mean |di| {mean_gap:.1}");
+        }
+        // FNV-1a over the positions' bits after the last run: equal
+        // fingerprints mean bit-identical steps.
+        let fp = fluid
+            .positions()
+            .iter()
+            .flat_map(|x| [x.x, x.y, x.z])
+            .fold(0xcbf2_9ce4_8422_2325u64, |h, c| {
+                (h ^ u64::from(c.to_bits())).wrapping_mul(0x0100_0000_01b3)
+            });
+        println!("{:<28} fingerprint {fp:016x}", s.name());
         let m = median(ms);
         let lo = ms.iter().copied().fold(f64::INFINITY, f64::min);
         let hi = ms.iter().copied().fold(0.0, f64::max);
@@ -105,5 +136,17 @@ fn main() {
             s.name(),
             1e3 / m
         );
+        let total = clock.total_ns().max(1) as f64;
+        let split: Vec<String> = Stage::ALL
+            .iter()
+            .map(|st| {
+                format!(
+                    "{} {:.0}%",
+                    st.name(),
+                    100.0 * clock.ns[st.index()] as f64 / total
+                )
+            })
+            .collect();
+        println!("    wall split: {}", split.join(", "));
     }
 }
