@@ -1299,32 +1299,26 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> crate::inspect::Insp
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Aabb3, BruteForceNeighbors, Vec3};
+    use crate::{Aabb2, Aabb3, BruteForceNeighbors, Vec2, Vec3};
 
-    /// The forces pass (a chunk of pairs at a time on hosted targets)
-    /// gives every particle exactly the acceleration of the pair-at-a-time
-    /// sum of [`pair_acceleration`] in the search's pair order, including a
-    /// last, partial chunk and pairs at zero distance.
-    #[test]
-    fn forces_pass_equals_the_pair_at_a_time_sum() {
-        let domain = Aabb3::new(Vec3::ZERO, Vec3::new(1.0, 1.0, 1.0)).unwrap();
+    /// Evaluates the forces of a block of `domain` with a velocity field
+    /// that is not uniform and two particles on one spot, and compares every
+    /// particle's acceleration bits with the pair-at-a-time sum of
+    /// [`pair_acceleration`] in the search's pair order.
+    fn forces_match<P: Point>(domain: P::Aabb, block: P::Aabb) {
         let params = SphParams::seed(domain, 0.05).unwrap();
-        let mut fluid = Fluid::new([Vec3::ZERO; 300], [ParticleState::EMPTY; 300], params);
-        let block = Aabb3::new(Vec3::new(0.1, 0.1, 0.1), Vec3::new(0.4, 0.35, 0.3)).unwrap();
-        fluid
-            .fill_block(block, 0.05, Vec3::new(0.2, 0.0, -0.1))
-            .unwrap();
-        // Two particles on one spot (a pair at zero distance), and a
-        // velocity field that is not uniform.
+        let mut fluid = Fluid::new([P::ZERO; 300], [ParticleState::EMPTY; 300], params);
+        fluid.fill_block(block, 0.05, P::ZERO).unwrap();
         let x0 = fluid.positions()[0];
-        fluid.push(x0, Vec3::ZERO).unwrap();
+        fluid.push(x0, P::ZERO).unwrap();
         let n = fluid.len();
         for id in 0..n as u32 {
             let x = fluid.positions()[id as usize];
-            fluid.set(id, x, Vec3::new(x.y, -x.x, 0.3 * x.z)).unwrap();
+            let v = P::from_fn(|c| x.coord((c + 1) % P::DIM) * (c as f32 - 0.7));
+            fluid.set(id, x, v).unwrap();
         }
         let k = params.kernels().unwrap();
-        let mut search = BruteForceNeighbors::new([Vec3::ZERO; 300]);
+        let mut search = BruteForceNeighbors::new([P::ZERO; 300]);
         fluid.evaluate(&k, &mut search, &mut ()).unwrap();
         let mut pairs = 0usize;
         let mut want = [params.gravity; 300];
@@ -1336,11 +1330,31 @@ mod tests {
             want[j] -= a;
             pairs += 1;
         });
-        assert!(pairs > 3 * CHUNK && !pairs.is_multiple_of(CHUNK), "{pairs} pairs");
+        assert!(
+            pairs > 3 * CHUNK && !pairs.is_multiple_of(CHUNK),
+            "{pairs} pairs"
+        );
         for (s, w) in st.iter().zip(&want) {
-            for c in 0..3 {
+            for c in 0..P::DIM {
                 assert_eq!(s.acceleration.coord(c).to_bits(), w.coord(c).to_bits());
             }
         }
+    }
+
+    /// The forces pass (a chunk of pairs at a time on hosted targets)
+    /// gives every particle exactly the acceleration of the pair-at-a-time
+    /// sum, including a last, partial chunk and a pair at zero distance, in
+    /// 3D and 2D.
+    #[test]
+    fn forces_pass_equals_the_pair_at_a_time_sum() {
+        let one = Vec3::new(1.0, 1.0, 1.0);
+        forces_match::<Vec3>(
+            Aabb3::new(Vec3::ZERO, one).unwrap(),
+            Aabb3::new(one * 0.1, Vec3::new(0.4, 0.35, 0.3)).unwrap(),
+        );
+        forces_match::<Vec2>(
+            Aabb2::new(Vec2::ZERO, Vec2::new(2.0, 1.0)).unwrap(),
+            Aabb2::new(Vec2::new(0.1, 0.1), Vec2::new(0.8, 0.6)).unwrap(),
+        );
     }
 }
