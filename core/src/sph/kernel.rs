@@ -203,6 +203,62 @@ impl Kernels {
     }
 }
 
+/// `a` where `c`, else `b`: both are computed, so a loop of these has no
+/// branch and vectorises.
+#[inline(always)]
+fn select(c: bool, a: f32, b: f32) -> f32 {
+    if c { a } else { b }
+}
+
+/// Branch-free forms of the kernels for loops over many pairs (the forces
+/// pass of [`Fluid::step`](super::Fluid::step) computes a chunk of pairs'
+/// scalars at once; with no branch in the loop the compiler vectorises it).
+/// Each equals its scalar form bit for bit for every argument that is not
+/// NaN (a NaN distance gives 0 here); the tests check it.
+impl Kernels {
+    /// `1/len` for `len > 0`, else 0 (what
+    /// [`spiky_gradient_factor`](Self::spiky_gradient_factor) and the
+    /// cohesion term are given).
+    #[inline(always)]
+    pub(crate) fn inverse_lane(len: f32) -> f32 {
+        select(len > 0.0, 1.0 / len, 0.0)
+    }
+
+    /// [`spiky_gradient_factor`](Self::spiky_gradient_factor).
+    #[inline(always)]
+    pub(crate) fn spiky_gradient_factor_lane(&self, len: f32, inv_len: f32) -> f32 {
+        let d = self.h - len;
+        select(
+            len < self.h && len > 0.0,
+            -self.spiky_grad * d * d * inv_len,
+            0.0,
+        )
+    }
+
+    /// [`viscosity_laplacian`](Self::viscosity_laplacian).
+    #[inline(always)]
+    pub(crate) fn viscosity_laplacian_lane(&self, r: f32) -> f32 {
+        select(
+            r < self.h,
+            self.viscosity_laplacian * (self.h - r.max(0.0)),
+            0.0,
+        )
+    }
+
+    /// [`cohesion`](Self::cohesion).
+    #[inline(always)]
+    pub(crate) fn cohesion_lane(&self, r: f32) -> f32 {
+        let d = self.h - r;
+        let t = d * d * d * r * r * r;
+        let c = select(
+            2.0 * r > self.h,
+            self.cohesion * t,
+            self.cohesion * (2.0 * t - self.cohesion_offset),
+        );
+        select(r < self.h && r > 0.0, c, 0.0)
+    }
+}
+
 impl Kernels {
     /// `[poly6, poly6_grad, spiky_grad, viscosity_laplacian, cohesion,
     /// cohesion_offset]`, as in [`ParamBlock`].
@@ -215,5 +271,53 @@ impl Kernels {
             self.cohesion,
             self.cohesion_offset,
         ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::geom::{Vec2, Vec3};
+
+    /// The lane forms equal the scalar kernels bit for bit on a sweep of
+    /// distances through the support, its ends, zero and beyond.
+    fn lanes_match<P: Point>(h: f32) {
+        let k = Kernels::new::<P>(h).unwrap();
+        let ends = [
+            -h,
+            -0.0,
+            f32::MIN_POSITIVE,
+            0.5 * h,
+            h,
+            h * (1.0 - f32::EPSILON),
+        ];
+        let sweep = (0..=2400).map(|i| i as f32 * h / 2000.0);
+        for r in sweep.chain(ends) {
+            let inv = if r > 0.0 { 1.0 / r } else { 0.0 };
+            assert_eq!(Kernels::inverse_lane(r).to_bits(), inv.to_bits(), "1/{r}");
+            assert_eq!(
+                k.spiky_gradient_factor_lane(r, inv).to_bits(),
+                k.spiky_gradient_factor(r, inv).to_bits(),
+                "spiky at {r}"
+            );
+            assert_eq!(
+                k.viscosity_laplacian_lane(r).to_bits(),
+                k.viscosity_laplacian(r).to_bits(),
+                "viscosity at {r}"
+            );
+            assert_eq!(
+                k.cohesion_lane(r).to_bits(),
+                k.cohesion(r).to_bits(),
+                "cohesion at {r}"
+            );
+        }
+    }
+
+    #[test]
+    fn lane_forms_equal_the_scalar_kernels() {
+        for h in [0.125, 0.05, 1.0, 3.7] {
+            lanes_match::<Vec3>(h);
+            lanes_match::<Vec2>(h);
+        }
     }
 }
