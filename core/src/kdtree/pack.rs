@@ -285,3 +285,151 @@ pub(crate) fn verdict<K: LocCode>(a: &Compact, b: &Compact, dim: usize) -> Verdi
         Verdict::Overlap
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::geom::{Aabb3, Vec3};
+    use crate::kdtree::{Candidates, KdConfig, LinearKdTree};
+
+    fn rng(state: &mut u64) -> u64 {
+        *state ^= *state << 13;
+        *state ^= *state >> 7;
+        *state ^= *state << 17;
+        *state
+    }
+
+    fn shifted_is_coarse<K: LocCode>() {
+        let mut st = 0x9E37_79B9_7F4A_7C15u64;
+        for bits in 1..=fine_bits::<K>(3) {
+            let k = fine_bits::<K>(3) - bits;
+            let frame = Frame::new::<Aabb3>([-3.25, 0.5, 1e3], [7.0, 0.1, 3e4], bits, false);
+            let fine = Fine::new(&frame, k);
+            assert!(fine.exact());
+            for a in 0..3 {
+                let (o, e) = (frame.origin[a], frame.extent[a]);
+                for i in 0..2000 {
+                    let t = (rng(&mut st) % 1_000_003) as f64 / 1_000_000.0;
+                    let x = match i % 4 {
+                        0 => (o + e * (t * 1.2 - 0.1)) as f32,
+                        // Exactly on a cell boundary.
+                        1 => {
+                            (o + e * ((i / 4) % (1 << bits)) as f64 / (1u64 << bits) as f64) as f32
+                        }
+                        2 => f32::from_bits((o as f32).to_bits().wrapping_add((i / 4) as u32 % 64)),
+                        _ => (o + e) as f32 - (i / 4 % 8) as f32 * f32::EPSILON,
+                    };
+                    assert_eq!(
+                        fine.quantize::<K>(&frame, x, a) >> k,
+                        frame.quantize::<K>(x, a),
+                        "bits {bits} axis {a} x {x}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn fine_coordinates_shifted_are_the_trees() {
+        shifted_is_coarse::<u32>();
+        shifted_is_coarse::<u64>();
+        shifted_is_coarse::<u128>();
+    }
+
+    fn lanewise<K: LocCode>(dim: usize) {
+        let mut st = 12345u64;
+        let fb = fine_bits::<K>(dim);
+        let lane = lane_bits::<K>(dim);
+        let g = guards::<K>(dim);
+        for _ in 0..20_000 {
+            let mut c = [Compact { lo: 0, hi: 0 }; 2];
+            let mut v = [[0u64; 6]; 2];
+            for (ci, vi) in c.iter_mut().zip(v.iter_mut()) {
+                for a in 0..dim {
+                    // Small values so that ties and touching ranges are common.
+                    let l = rng(&mut st) % 4 + if a == 0 { (1 << fb) - 6 } else { 0 };
+                    let h = l + rng(&mut st) % 3;
+                    vi[2 * a] = l;
+                    vi[2 * a + 1] = h;
+                    ci.lo |= l << (a as u32 * lane);
+                    ci.hi |= h << (a as u32 * lane);
+                }
+            }
+            let want =
+                (0..dim).all(|a| v[0][2 * a] <= v[1][2 * a + 1] && v[1][2 * a] <= v[0][2 * a + 1]);
+            assert_eq!(meets(&c[0], &c[1], g), want, "{v:?}");
+            let tie =
+                (0..dim).any(|a| v[0][2 * a] == v[1][2 * a + 1] || v[1][2 * a] == v[0][2 * a + 1]);
+            let expect = if !want {
+                Verdict::Apart
+            } else if tie {
+                Verdict::Open
+            } else {
+                Verdict::Overlap
+            };
+            assert_eq!(verdict::<K>(&c[0], &c[1], dim), expect);
+            // Round trip through a record.
+            let mut r = KdRecord::<K>::EMPTY;
+            let w = c[0].lo as u128 | (c[0].hi as u128) << word_bits::<K>();
+            r.key = K::from_u128(w);
+            if K::BITS < 128 {
+                r.item = (w >> K::BITS) as u32;
+            }
+            assert_eq!(unpack(&r), c[0]);
+        }
+    }
+
+    #[test]
+    fn two_word_test_is_the_lanewise_test() {
+        for dim in [2, 3] {
+            lanewise::<u32>(dim);
+            lanewise::<u64>(dim);
+            lanewise::<u128>(dim);
+        }
+    }
+
+    /// Unit boxes on an integer lattice (every neighbour touches: equal
+    /// fine coordinates everywhere), some shifted by a quarter or by less
+    /// than a fine cell: the exact
+    /// sweep runs on compact boxes and finds brute force's pairs.
+    #[test]
+    fn touching_boxes_through_the_compact_sweep() {
+        let mut boxes = [Aabb3::NAN; 64];
+        for (i, b) in boxes.iter_mut().enumerate() {
+            let (x, y, z) = ((i % 4) as f32, (i / 4 % 4) as f32, (i / 16) as f32);
+            // A gap of 1e-5 is below the fine grid's cell: the compact
+            // boxes tie and only the real boxes tell them apart.
+            let s = [0.25, 1e-5, 0.0][i % 3];
+            *b = Aabb3::new(
+                Vec3::new(x + s, y, z),
+                Vec3::new(x + 1.0 + s, y + 1.0, z + 1.0),
+            )
+            .unwrap();
+        }
+        let mut tree = LinearKdTree::<Aabb3, u64, _>::new(
+            [KdRecord::EMPTY; 512],
+            [KdRecord::EMPTY; 512],
+            KdConfig::DEFAULT,
+        );
+        tree.build(&boxes).unwrap();
+        assert!(tree.packed().is_some());
+        tree.validate_against(&boxes).unwrap();
+        let mut got = [[false; 64]; 64];
+        let mut count = 0;
+        tree.for_each_candidate_pair(&boxes, Candidates::Exact, |a, b| {
+            let (a, b) = (a.min(b) as usize, a.max(b) as usize);
+            assert!(!got[a][b], "pair ({a}, {b}) twice");
+            got[a][b] = true;
+            count += 1;
+        })
+        .unwrap();
+        let mut want = 0;
+        for a in 0..64 {
+            for b in a + 1..64 {
+                assert_eq!(got[a][b], boxes[a].overlaps(&boxes[b]), "({a}, {b})");
+                want += boxes[a].overlaps(&boxes[b]) as usize;
+            }
+        }
+        assert_eq!(count, want);
+    }
+}
