@@ -15,14 +15,28 @@
 //!    cutting plane each piece crosses, where that lowers the total volume of
 //!    the enclosing cells ([`Split`]). Up to 8 records per box.
 //! 4. **Sort** (§5.4): records in prefix order: a node before the nodes below
-//!    it. LSD radix sort over a scratch buffer, or `sort_unstable`
+//!    it. LSD radix sort over a scratch buffer (sort key: the path, then the
+//!    node depth in just enough bits), or `sort_unstable`
 //!    ([`SortAlgo`]); with [`KdConfig::with_temporal_reuse`], the previous
 //!    order is kept and repaired by a bounded insertion sort when boxes move
 //!    little (§7.1).
-//! 5. **Sweep** (§5.5): each record is paired with the records that follow
+//! 5. **Compact boxes**: once sorted, the scratch buffer is free; it
+//!    receives one compact box per record, at the record's index (the box
+//!    on a grid `2^k` times finer than the cells, two words of one lane per
+//!    axis, packed into the record's fields: 15 bits per coordinate with
+//!    `u64` codes in 3D, 9 with `u32`, 20 with `u128`). This is the one pass
+//!    that reads the caller's boxes in record order (in batches, so that
+//!    their cache misses overlap).
+//! 6. **Sweep** (§5.5): each record is paired with the records that follow
 //!    it while their nodes lie inside its node. [`Candidates`] selects raw
 //!    candidates with duplicates (the paper's kd-tree-1), unique candidates
-//!    (kd-tree-2), or exact overlapping pairs.
+//!    (kd-tree-2), or exact overlapping pairs. The unique and exact modes
+//!    read the records and their compact boxes in order: the exact test of a
+//!    candidate is one subtraction per word over all axes at once (guard
+//!    bits), and the caller's boxes are read only where the fine grid leaves
+//!    it open (equal fine coordinates). When the cells need more bits than a
+//!    compact box has (deep `u64` trees over 15 bits per axis in 3D), the
+//!    sweep reads the boxes by id as before.
 //!
 //! # Duplicates without memory
 //!
@@ -69,9 +83,9 @@
 //!
 //! # Memory
 //!
-//! Two record buffers of `R` records (records and sort scratch), each record
-//! `size_of::<KdRecord<K>>()`: 8 bytes with `u32` codes, 16 with `u64`, 32
-//! with `u128`; plus a 200-byte struct. With splitting, a box takes 1 to 8
+//! Two record buffers of `R` records (records and sort scratch, which then
+//! holds the compact boxes), each record `size_of::<KdRecord<K>>()`: 8 bytes
+//! with `u32` codes, 16 with `u64`, 32 with `u128`; plus a 200-byte struct. With splitting, a box takes 1 to 8
 //! records (see [`KdStats::records`]); a build that would need more records
 //! than the buffers hold splits fewer boxes instead of failing, so `R` equal
 //! to the number of boxes always works.
@@ -1030,7 +1044,9 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
     }
 
     /// Calls `f(a, b)` for the pairs selected by `mode`. `boxes` must be the
-    /// slice of the last build. For the kd-tree the modes are:
+    /// slice of the last build (the unique and exact modes test the compact
+    /// copies the build made of it, and read `boxes` only for the rare test
+    /// those leave open). For the kd-tree the modes are:
     ///
     /// * [`Candidates::Raw`]: every pair of records whose nodes are nested,
     ///   with duplicates when boxes are split (the paper's kd-tree-1). Pieces
