@@ -6,7 +6,15 @@
 //!
 //! ```text
 //! cargo run --release -p spatium-benches --bin kd_step -- N [density] [u32|u64] [gain|none] [bits]
+//! cargo run --release -p spatium-benches --bin kd_step -- settle N [u32|u64] [gain|none] [from] [steps]
 //! ```
+//!
+//! `settle`: the settling spheres of [`spatium_benches::settle`] (the
+//! report's scene), run to step `from` (default 40); then, for each of the
+//! next `steps` steps (default 11), one tree (buffers of 8 records per box,
+//! kept across steps) is built on the step's boxes and swept for exact
+//! pairs. Prints the medians over those steps of the build, the sweep and
+//! their sum (thread CPU time).
 
 use spatium::Inspect;
 use spatium::kdtree::{BuildPhase, Candidates, KdConfig, KdRecord, LinearKdTree, LocCode, Split};
@@ -79,8 +87,71 @@ fn run<K: LocCode>(boxes: &[Aabb3], config: KdConfig<Aabb3>) {
     println!("median build {:.1} ms CPU", median(&builds));
 }
 
+fn settle_run<K: LocCode>(n: usize, config: KdConfig<Aabb3>, from: usize, steps: usize) {
+    let mut sim = spatium_benches::settle::Settle::paper(n)
+        .with_pair_source(spatium_benches::settle::PairSource::RawDedup);
+    sim.advance_to(from);
+    let mut t = LinearKdTree::<Aabb3, K, _>::new(
+        vec![KdRecord::<K>::EMPTY; 8 * n],
+        vec![KdRecord::<K>::EMPTY; 8 * n],
+        config,
+    );
+    let (mut builds, mut sweeps, mut totals) = (Vec::new(), Vec::new(), Vec::new());
+    let mut pairs = 0u64;
+    for _ in 0..steps {
+        sim.step();
+        let boxes = sim.boxes();
+        let ((), built) = time(|| t.build(boxes).expect("build"));
+        let (p, swept) = time(|| {
+            let mut p = 0u64;
+            t.for_each_candidate_pair(boxes, Candidates::Exact, |_, _| p += 1)
+                .expect("sweep");
+            p
+        });
+        pairs = p;
+        builds.push(built.cpu_ms());
+        sweeps.push(swept.cpu_ms());
+        totals.push(built.cpu_ms() + swept.cpu_ms());
+    }
+    let s = t.stats();
+    println!(
+        "settle N={n} K=u{} steps {}..{} bits {} records {:.2}/elem: build {:.1} ms, exact sweep {:.1} ms, total {:.1} ms = {:.0} ns/elem ({pairs} pairs, buffers {:.1} B/elem at cap = records)",
+        K::BITS,
+        from + 1,
+        from + steps,
+        s.bits_per_axis,
+        s.records as f64 / n as f64,
+        median(&builds),
+        median(&sweeps),
+        median(&totals),
+        median(&totals) * 1e6 / n as f64,
+        2.0 * s.records as f64 * size_of::<KdRecord<K>>() as f64 / n as f64,
+    );
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("settle") {
+        let n: usize = args
+            .get(2)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(1_000_000);
+        let split = match args.get(4).map(String::as_str) {
+            Some("none") => Split::None,
+            Some(g) => Split::Volume {
+                min_gain_log2: g.parse().unwrap_or(0),
+            },
+            None => Split::Volume { min_gain_log2: 0 },
+        };
+        let from = args.get(5).and_then(|s| s.parse().ok()).unwrap_or(40);
+        let steps = args.get(6).and_then(|s| s.parse().ok()).unwrap_or(11);
+        let config = KdConfig::DEFAULT.with_split(split).expect("split");
+        match args.get(3).map(String::as_str) {
+            Some("u32") => settle_run::<u32>(n, config, from, steps),
+            _ => settle_run::<u64>(n, config, from, steps),
+        }
+        return;
+    }
     let n: usize = args
         .get(1)
         .and_then(|s| s.parse().ok())

@@ -104,6 +104,13 @@ pub trait LocCode:
     /// The path bit of depth `t` (0 = first cut) of a key in a tree of depth
     /// `depth`.
     fn path_bit(key: Self, depth: u32, t: u32) -> bool;
+    /// The low `BITS` bits of `v` (the tree packs compact boxes into
+    /// records with it).
+    #[doc(hidden)]
+    fn from_u128(v: u128) -> Self;
+    /// The value, widened.
+    #[doc(hidden)]
+    fn to_u128(self) -> u128;
 }
 
 macro_rules! loc_code {
@@ -176,8 +183,26 @@ macro_rules! loc_code {
             fn path_bit(key: Self, depth: u32, t: u32) -> bool {
                 (key >> (depth - t)) & 1 == 1
             }
+
+            #[inline(always)]
+            fn from_u128(v: u128) -> Self {
+                v as $t
+            }
+
+            #[inline(always)]
+            fn to_u128(self) -> u128 {
+                self as u128
+            }
         }
     };
+}
+
+/// Bits of the length field of a sort key: enough for lengths up to
+/// `depth` (5 for depths 16 to 31: a 27-deep tree sorts on 33 bits, three
+/// 11-bit digits, where a fixed 6-bit field needed a fourth).
+#[inline(always)]
+const fn len_bits(depth: u32) -> u32 {
+    32 - depth.leading_zeros()
 }
 
 #[inline(always)]
@@ -205,9 +230,10 @@ loc_code!(
     false,
     |q, dim, _bits| morton_u64(q, dim) as u32,
     |v, a, dim, _bits| spread_u64(v, a, dim) as u32,
-    |depth| depth + 1 + 5,
+    |depth| depth + 1 + len_bits(depth),
     |k, depth, shift, mask| {
-        let sk = (((k & k.wrapping_sub(1)) as u64) << 5) | (depth - k.trailing_zeros()) as u64;
+        let sk = (((k & k.wrapping_sub(1)) as u64) << len_bits(depth))
+            | (depth - k.trailing_zeros()) as u64;
         (sk >> shift) as usize & mask
     }
 );
@@ -216,9 +242,10 @@ loc_code!(
     true,
     |q, dim, _bits| morton_u64(q, dim),
     |v, a, dim, _bits| spread_u64(v, a, dim),
-    |depth| depth + 1 + 6,
+    |depth| depth + 1 + len_bits(depth),
     |k, depth, shift, mask| {
-        let sk = (((k & k.wrapping_sub(1)) as u128) << 6) | (depth - k.trailing_zeros()) as u128;
+        let sk = (((k & k.wrapping_sub(1)) as u128) << len_bits(depth))
+            | (depth - k.trailing_zeros()) as u128;
         (sk >> shift) as usize & mask
     }
 );

@@ -15,14 +15,28 @@
 //!    cutting plane each piece crosses, where that lowers the total volume of
 //!    the enclosing cells ([`Split`]). Up to 8 records per box.
 //! 4. **Sort** (§5.4): records in prefix order: a node before the nodes below
-//!    it. LSD radix sort over a scratch buffer, or `sort_unstable`
+//!    it. LSD radix sort over a scratch buffer (sort key: the path, then the
+//!    node depth in just enough bits), or `sort_unstable`
 //!    ([`SortAlgo`]); with [`KdConfig::with_temporal_reuse`], the previous
 //!    order is kept and repaired by a bounded insertion sort when boxes move
 //!    little (§7.1).
-//! 5. **Sweep** (§5.5): each record is paired with the records that follow
+//! 5. **Compact boxes**: once sorted, the scratch buffer is free; it
+//!    receives one compact box per record, at the record's index (the box
+//!    on a grid `2^k` times finer than the cells, two words of one lane per
+//!    axis, packed into the record's fields: 15 bits per coordinate with
+//!    `u64` codes in 3D, 9 with `u32`, 20 with `u128`). This is the one pass
+//!    that reads the caller's boxes in record order (in batches, so that
+//!    their cache misses overlap).
+//! 6. **Sweep** (§5.5): each record is paired with the records that follow
 //!    it while their nodes lie inside its node. [`Candidates`] selects raw
 //!    candidates with duplicates (the paper's kd-tree-1), unique candidates
-//!    (kd-tree-2), or exact overlapping pairs.
+//!    (kd-tree-2), or exact overlapping pairs. The unique and exact modes
+//!    read the records and their compact boxes in order: the exact test of a
+//!    candidate is one subtraction per word over all axes at once (guard
+//!    bits), and the caller's boxes are read only where the fine grid leaves
+//!    it open (equal fine coordinates). When the cells need more bits than a
+//!    compact box has (deep `u64` trees over 15 bits per axis in 3D), the
+//!    sweep reads the boxes by id as before.
 //!
 //! # Duplicates without memory
 //!
@@ -69,15 +83,16 @@
 //!
 //! # Memory
 //!
-//! Two record buffers of `R` records (records and sort scratch), each record
-//! `size_of::<KdRecord<K>>()`: 8 bytes with `u32` codes, 16 with `u64`, 32
-//! with `u128`; plus a 200-byte struct. With splitting, a box takes 1 to 8
+//! Two record buffers of `R` records (records and sort scratch, which then
+//! holds the compact boxes), each record `size_of::<KdRecord<K>>()`: 8 bytes
+//! with `u32` codes, 16 with `u64`, 32 with `u128`; plus a 200-byte struct. With splitting, a box takes 1 to 8
 //! records (see [`KdStats::records`]); a build that would need more records
 //! than the buffers hold splits fewer boxes instead of failing, so `R` equal
 //! to the number of boxes always works.
 
 mod broad;
 mod code;
+mod pack;
 mod par;
 mod plan;
 mod sort;
@@ -379,6 +394,7 @@ pub(crate) type SweepAt = (usize, usize);
 
 /// The sweep's steps from `from` up to (not including) `to` (see
 /// [`SweepAt`]): the pairs of the full sweep met there, in the same order.
+#[allow(clippy::too_many_arguments)]
 #[inline(always)]
 pub(crate) fn sweep_records<
     B: BoundingBox,
@@ -387,6 +403,7 @@ pub(crate) fn sweep_records<
     F: FnMut(u32, u32),
 >(
     recs: &[KdRecord<K>],
+    packed: Option<&[KdRecord<K>]>,
     frame: &Frame,
     src: &S,
     mode: Candidates,
@@ -395,6 +412,14 @@ pub(crate) fn sweep_records<
     mut f: F,
 ) {
     let len = recs.len();
+    if mode != Candidates::Raw
+        && let Some(pk) = packed
+        && let Some(k) = pack::fine_shift::<K>(frame)
+        && pk.len() == len
+    {
+        sweep_packed::<B, K, S, F>(recs, pk, k, frame, src, mode, from, to, f);
+        return;
+    }
     let (ia, ua) = from;
     let (ib, ub) = to;
     let end = if ub == 0 { ib } else { ib.saturating_add(1) }.min(len);
@@ -464,6 +489,100 @@ pub(crate) fn sweep_records<
     }
 }
 
+/// [`sweep_records`] of the unique and exact modes over the compact boxes
+/// `pk` (`pk[i]` is `recs[i]`'s, fine grid `k` bits finer than the cells;
+/// see `pack`): the same pairs in the same order, reading `src` only where
+/// the compact boxes leave the exact test open.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn sweep_packed<B: BoundingBox, K: LocCode, S: BoxSource<B> + ?Sized, F: FnMut(u32, u32)>(
+    recs: &[KdRecord<K>],
+    pk: &[KdRecord<K>],
+    k: u32,
+    frame: &Frame,
+    src: &S,
+    mode: Candidates,
+    from: SweepAt,
+    to: SweepAt,
+    mut f: F,
+) {
+    let dim = B::Point::DIM;
+    let exact = mode == Candidates::Exact;
+    let g = pack::guards::<K>(dim);
+    let len = recs.len();
+    let (ia, ua) = from;
+    let (ib, ub) = to;
+    let end = if ub == 0 { ib } else { ib.saturating_add(1) }.min(len);
+    for i in ia.min(end)..end {
+        let r = &recs[i];
+        let a = r.id();
+        let first = i + 1 + if i == ia { ua.saturating_sub(1) } else { 0 };
+        let stop = if i == ib {
+            i.saturating_add(ub).min(len)
+        } else {
+            len
+        };
+        let stop = stop.max(first);
+        let (Some(rest), Some(prest)) = (recs.get(first..stop), pk.get(first..stop)) else {
+            continue;
+        };
+        if rest.first().is_none_or(|s| !K::contains(r.key, s.key)) {
+            continue;
+        }
+        let Some(ca) = pk.get(i).map(pack::unpack) else {
+            continue;
+        };
+        let single_a = r.pieces() == 1;
+        for (s, cs) in rest.iter().zip(prest) {
+            if !K::contains(r.key, s.key) {
+                break;
+            }
+            let cb = pack::unpack(cs);
+            // Exact: most candidates end here, on two words.
+            if exact && !pack::meets(&ca, &cb, g) {
+                continue;
+            }
+            let b = s.id();
+            if b == a {
+                continue;
+            }
+            if exact {
+                match pack::verdict::<K>(&ca, &cb, dim) {
+                    pack::Verdict::Apart => continue,
+                    pack::Verdict::Overlap => {}
+                    pack::Verdict::Open => {
+                        let (Some(ba), Some(bb)) = (src.get(a as usize), src.get(b as usize))
+                        else {
+                            continue;
+                        };
+                        if !ba.overlaps(&bb) {
+                            continue;
+                        }
+                    }
+                }
+            } else if !(0..dim).all(|x| {
+                (ca.lo_at::<K>(x, dim) >> k) <= (cb.hi_at::<K>(x, dim) >> k)
+                    && (cb.lo_at::<K>(x, dim) >> k) <= (ca.hi_at::<K>(x, dim) >> k)
+            }) {
+                continue;
+            }
+            if single_a && s.pieces() == 1 {
+                f(a, b);
+                continue;
+            }
+            // The pair belongs to the pieces holding the lowest quantised
+            // point of the intersection (see `sweep_records`).
+            let mut meet = [0u64; 3];
+            for (x, m) in meet.iter_mut().enumerate().take(dim) {
+                *m = ca.lo_at::<K>(x, dim).max(cb.lo_at::<K>(x, dim)) >> k;
+            }
+            if K::contains(s.key, frame.point_key(&meet)) {
+                f(a, b);
+            }
+        }
+    }
+}
+
 /// A linear kd-tree over caller-provided record buffers, built from a slice
 /// of boxes (box `i` has id `i`) each step.
 ///
@@ -500,6 +619,8 @@ pub struct LinearKdTree<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> {
     scratch: R,
     /// Records in use.
     nrec: usize,
+    /// `scratch[..nrec]` holds the records' compact boxes (see `pack`).
+    packed: bool,
     elements: usize,
     /// Exclusive bound of the ids of the last build.
     id_bound: usize,
@@ -525,6 +646,7 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
             records,
             scratch,
             nrec: 0,
+            packed: false,
             elements: 0,
             id_bound: 0,
             frame: None,
@@ -621,6 +743,7 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
 
     fn invalidate(&mut self) {
         self.nrec = 0;
+        self.packed = false;
         self.frame = None;
     }
 
@@ -846,6 +969,7 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
         self.id_bound = src.id_bound();
         self.frame = Some(frame);
         self.stats = stats;
+        self.pack_boxes(src);
         mark(BuildPhase::Sorted);
     }
 
@@ -887,12 +1011,42 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
             reused: true,
             moves,
         };
+        self.pack_boxes(src);
         mark(BuildPhase::Sorted);
         true
     }
 
+    /// Writes the records' compact boxes to the scratch buffer (see
+    /// `pack`); the sweep uses them when this succeeds.
+    pub(crate) fn pack_boxes<S: BoxSource<B> + ?Sized>(&mut self, src: &S) {
+        self.packed = false;
+        let Some(frame) = self.frame else { return };
+        let Some(k) = pack::fine_shift::<K>(&frame) else {
+            return;
+        };
+        let n = self.nrec;
+        let (Some(recs), Some(out)) = (
+            self.records.as_ref().get(..n),
+            self.scratch.as_mut().get_mut(..n),
+        ) else {
+            return;
+        };
+        self.packed = pack::pack::<B, K, S>(recs, out, &frame, k, src);
+    }
+
+    /// The compact boxes, when the last build wrote them.
+    pub(crate) fn packed(&self) -> Option<&[KdRecord<K>]> {
+        if self.packed {
+            self.scratch.as_ref().get(..self.nrec)
+        } else {
+            None
+        }
+    }
+
     /// Calls `f(a, b)` for the pairs selected by `mode`. `boxes` must be the
-    /// slice of the last build. For the kd-tree the modes are:
+    /// slice of the last build (the unique and exact modes test the compact
+    /// copies the build made of it, and read `boxes` only for the rare test
+    /// those leave open). For the kd-tree the modes are:
     ///
     /// * [`Candidates::Raw`]: every pair of records whose nodes are nested,
     ///   with duplicates when boxes are split (the paper's kd-tree-1). Pieces
@@ -947,7 +1101,16 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
         f: F,
     ) {
         let Some(frame) = self.frame else { return };
-        sweep_records::<B, K, S, F>(self.records(), &frame, src, mode, (0, 0), (self.nrec, 0), f);
+        sweep_records::<B, K, S, F>(
+            self.records(),
+            self.packed(),
+            &frame,
+            src,
+            mode,
+            (0, 0),
+            (self.nrec, 0),
+            f,
+        );
     }
 
     /// Calls `f(id)` once for every box of the last build overlapping
@@ -1026,9 +1189,9 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
     }
 
     /// Checks the records against the boxes they were built from.
-    pub(crate) fn validate_with<S: BoxSource<B> + ?Sized>(
+    pub(crate) fn validate_with<S2: BoxSource<B> + ?Sized>(
         &self,
-        src: &S,
+        src: &S2,
     ) -> Result<(), Corruption> {
         const S: &str = "LinearKdTree";
         // Capacity, prefix order and key ranges first.
@@ -1076,7 +1239,18 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
             weight == 840 * self.elements as u64,
             S,
             "every box has all its pieces",
-        )
+        )?;
+        // The compact boxes, when in use, are those of the records' boxes.
+        if let (Some(pk), Some(k)) = (self.packed(), pack::fine_shift::<K>(&frame)) {
+            ensure(pk.len() == recs.len(), S, "a compact box per record")?;
+            for (r, c) in recs.iter().zip(pk) {
+                let ok = src
+                    .get(r.id() as usize)
+                    .is_some_and(|b| pack::check::<B, K>(&b, c, &frame, k));
+                ensure(ok, S, "compact box matches the box")?;
+            }
+        }
+        Ok(())
     }
 
     /// Checks the records against `boxes`, the slice of the last build.

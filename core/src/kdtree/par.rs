@@ -53,7 +53,7 @@ use crate::storage::Storage;
 
 use super::plan::{Frame, MAX_PIECES, Splitter};
 use super::{
-    BoxSource, Candidates, KdRecord, KdStats, LinearKdTree, LocCode, MAX_ELEMENTS, SortAlgo,
+    BoxSource, Candidates, KdRecord, KdStats, LinearKdTree, LocCode, MAX_ELEMENTS, SortAlgo, pack,
     rekey_record, sort, sweep_records,
 };
 
@@ -344,7 +344,46 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
             reused: true,
             moves,
         };
+        self.par_pack_boxes(exec, src);
         true
+    }
+
+    /// [`LinearKdTree::pack_boxes`] in tasks over record ranges (the same
+    /// compact boxes).
+    fn par_pack_boxes<E: Executor, S: BoxSource<B> + Sync + ?Sized>(&mut self, exec: &E, src: &S) {
+        self.packed = false;
+        let Some(frame) = self.frame else { return };
+        let Some(k) = pack::fine_shift::<K>(&frame) else {
+            return;
+        };
+        let n = self.nrec;
+        let (Some(recs), Some(out)) = (
+            self.records.as_ref().get(..n),
+            self.scratch.as_mut().get_mut(..n),
+        ) else {
+            return;
+        };
+        let (tasks, grain) = task_split(n, BUILD_GRAIN, BUILD_TASKS);
+        let mut oks = [true; BUILD_TASKS];
+        exec.run(
+            tasks,
+            (
+                Parts::chunks(out, grain),
+                Parts::chunks(&mut oks[..tasks], 1),
+            ),
+            |_t, (mut part, mut ok)| {
+                let start = part.start();
+                let out = part.slice();
+                let Some(recs) = recs.get(start..start + out.len()) else {
+                    return;
+                };
+                let good = pack::pack::<B, K, S>(recs, out, &frame, k, src);
+                if let Some(slot) = ok.slice().first_mut() {
+                    *slot = good;
+                }
+            },
+        );
+        self.packed = oks[..tasks].iter().all(|&g| g);
     }
 
     /// A full build: records coded by tasks over the scan's id ranges, then
@@ -543,6 +582,7 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
         self.id_bound = ids;
         self.frame = Some(frame);
         self.stats = stats;
+        self.par_pack_boxes(exec, src);
     }
 
     /// How many sinks
@@ -619,6 +659,7 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
         let tasks = self.candidate_tasks().min(sinks.len()).min(SWEEP_TASKS);
         let Some(frame) = self.frame else { return };
         let recs = self.records();
+        let packed = self.packed();
         let n = recs.len();
         // The work of each record range.
         let mut work = [0u64; SWEEP_TASKS + 1];
@@ -683,6 +724,7 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
                 };
                 sweep_records::<B, K, S, _>(
                     recs,
+                    packed,
                     &frame,
                     src,
                     mode,
