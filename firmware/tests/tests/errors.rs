@@ -557,7 +557,9 @@ mod tests {
 
     /// A structure's own bookkeeping (the part outside its buffers), on a
     /// 32-bit target; documented as ≈ 2.5 KiB for the hierarchical hash grid
-    /// and ≈ 200 bytes for the kd-tree (on a 64-bit host).
+    /// and ≈ 200 bytes for the kd-tree (on a 64-bit host). The kd-tree's
+    /// flag for its packed box copies (issue 17) took it from 200 to 208 B
+    /// here (alignment padding).
     #[test]
     fn struct_overheads_on_thumbv7em() {
         type G = HierarchicalHashGrid<Aabb3, [HhgSlot<Aabb3>; 0], [HhgRecord<Aabb3>; 0], [u32; 0]>;
@@ -566,7 +568,7 @@ mod tests {
         let t = size_of::<T>();
         log::info!("HierarchicalHashGrid struct: {g} B, LinearKdTree<u64> struct: {t} B");
         assert!(g <= 2560, "HHG struct {g} B");
-        assert!(t <= 200, "kd-tree struct {t} B");
+        assert!(t <= 208, "kd-tree struct {t} B");
     }
 
     /// defmt through semihosting (`defmt-semihosting` global logger, the
