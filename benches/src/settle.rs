@@ -175,6 +175,10 @@ impl Settle {
     /// The same scene with its pairs from `source`.
     pub fn with_pair_source(mut self, source: PairSource) -> Self {
         self.source = source;
+        // The raw sweep never reads the packed box copies: skip them.
+        let config = *self.tree.config();
+        self.tree
+            .set_config(config.with_box_copies(source != PairSource::RawDedup));
         self
     }
 

@@ -547,7 +547,7 @@ fn drivers(n: usize, pred: &Predict, notes: &mut Vec<String>) -> Vec<Entry> {
             "kd-tree-1 (raw)",
             Check::Raw,
             m,
-            Kd::<u64>::boxed(kd_cfg(), Raw),
+            Kd::<u64>::boxed(kd_cfg().with_box_copies(false), Raw),
         ),
         entry(
             "kd-tree-2 (unique)",
@@ -565,7 +565,7 @@ fn drivers(n: usize, pred: &Predict, notes: &mut Vec<String>) -> Vec<Entry> {
             "kd-tree-1 (raw) u32",
             Check::Raw,
             m,
-            Kd::<u32>::boxed(kd_cfg(), Raw),
+            Kd::<u32>::boxed(kd_cfg().with_box_copies(false), Raw),
         ),
         entry(
             "kd-tree-2 (unique) u32",

@@ -200,6 +200,7 @@ pub struct KdConfig<B> {
     root: Option<B>,
     sort: SortAlgo,
     reuse: bool,
+    copies: bool,
 }
 
 impl<B: BoundingBox> KdConfig<B> {
@@ -212,6 +213,7 @@ impl<B: BoundingBox> KdConfig<B> {
         root: None,
         sort: SortAlgo::Radix,
         reuse: false,
+        copies: true,
     };
 
     /// The splitting policy.
@@ -263,6 +265,19 @@ impl<B: BoundingBox> KdConfig<B> {
         }
         self.root = root;
         Ok(self)
+    }
+
+    /// The packed box copies (on by default): after each build, a compact
+    /// copy of every record's box in sweep order, written to the scratch
+    /// buffer, which the [`Candidates::Exact`] and [`Candidates::Unique`]
+    /// sweeps test instead of reading the caller's boxes by id. The
+    /// [`Candidates::Raw`] sweep never uses them: a caller that only sweeps
+    /// raw turns them off and saves the copy pass (about 23 ns per record
+    /// at 10⁶ boxes). Off, the exact and unique sweeps read the caller's
+    /// boxes; the pairs are the same either way.
+    pub const fn with_box_copies(mut self, on: bool) -> Self {
+        self.copies = on;
+        self
     }
 
     /// The sort.
@@ -1020,6 +1035,9 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
     /// `pack`); the sweep uses them when this succeeds.
     pub(crate) fn pack_boxes<S: BoxSource<B> + ?Sized>(&mut self, src: &S) {
         self.packed = false;
+        if !self.config.copies {
+            return;
+        }
         let Some(frame) = self.frame else { return };
         let Some(k) = pack::fine_shift::<K>(&frame) else {
             return;

@@ -431,5 +431,30 @@ mod tests {
             }
         }
         assert_eq!(count, want);
+        // Without the copies: the same pairs in the same order, from the
+        // caller's boxes.
+        let mut plain = LinearKdTree::<Aabb3, u64, _>::new(
+            [KdRecord::EMPTY; 512],
+            [KdRecord::EMPTY; 512],
+            KdConfig::DEFAULT.with_box_copies(false),
+        );
+        plain.build(&boxes).unwrap();
+        assert!(plain.packed().is_none());
+        for mode in [Candidates::Exact, Candidates::Unique] {
+            let (mut a, mut b) = ([(0u32, 0u32); 512], [(0u32, 0u32); 512]);
+            let (mut na, mut nb) = (0, 0);
+            tree.for_each_candidate_pair(&boxes, mode, |x, y| {
+                a[na] = (x, y);
+                na += 1;
+            })
+            .unwrap();
+            plain
+                .for_each_candidate_pair(&boxes, mode, |x, y| {
+                    b[nb] = (x, y);
+                    nb += 1;
+                })
+                .unwrap();
+            assert_eq!(a[..na], b[..nb], "{mode:?}");
+        }
     }
 }
