@@ -1035,21 +1035,31 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
     /// `pack`); the sweep uses them when this succeeds.
     pub(crate) fn pack_boxes<S: BoxSource<B> + ?Sized>(&mut self, src: &S) {
         self.packed = false;
-        if !self.config.copies {
-            return;
-        }
-        let Some(frame) = self.frame else { return };
-        let Some(k) = pack::fine_shift::<K>(&frame) else {
-            return;
-        };
-        let n = self.nrec;
-        let (Some(recs), Some(out)) = (
-            self.records.as_ref().get(..n),
-            self.scratch.as_mut().get_mut(..n),
-        ) else {
+        let Some((frame, k, recs, out)) = self.pack_target() else {
             return;
         };
         self.packed = pack::pack::<B, K, S>(recs, out, &frame, k, src);
+    }
+
+    /// What a pack pass needs, serial or in tasks: the frame, the fine
+    /// shift, the records and the scratch to write the copies into; `None`
+    /// when the copies are turned off or cannot be made.
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn pack_target(
+        &mut self,
+    ) -> Option<(Frame, u32, &[KdRecord<K>], &mut [KdRecord<K>])> {
+        if !self.config.copies {
+            return None;
+        }
+        let frame = self.frame?;
+        let k = pack::fine_shift::<K>(&frame)?;
+        let n = self.nrec;
+        Some((
+            frame,
+            k,
+            self.records.as_ref().get(..n)?,
+            self.scratch.as_mut().get_mut(..n)?,
+        ))
     }
 
     /// The compact boxes, when the last build wrote them.

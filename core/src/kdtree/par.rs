@@ -352,17 +352,10 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
     /// compact boxes).
     fn par_pack_boxes<E: Executor, S: BoxSource<B> + Sync + ?Sized>(&mut self, exec: &E, src: &S) {
         self.packed = false;
-        let Some(frame) = self.frame else { return };
-        let Some(k) = pack::fine_shift::<K>(&frame) else {
+        let Some((frame, k, recs, out)) = self.pack_target() else {
             return;
         };
-        let n = self.nrec;
-        let (Some(recs), Some(out)) = (
-            self.records.as_ref().get(..n),
-            self.scratch.as_mut().get_mut(..n),
-        ) else {
-            return;
-        };
+        let n = recs.len();
         let (tasks, grain) = task_split(n, BUILD_GRAIN, BUILD_TASKS);
         let mut oks = [true; BUILD_TASKS];
         exec.run(
