@@ -1366,8 +1366,10 @@ enum Cands<'c, 'p, P: Point> {
 /// Appends the ids of the particles at positions `0..end` of a local copy
 /// within the radius of the one at `me` (itself excluded) to `out` at
 /// `cursor` (counting past its end without writing); returns the new
-/// cursor. Distances [`CHUNK`] at a time, then per lane group a hit mask
-/// and [`LANE_LISTS`]: eight ids written, the cursor advanced by the hits.
+/// cursor. Distances [`CHUNK`] at a time; per lane group a hit mask and
+/// [`LANE_LISTS`] append the hits' positions to a chunk-sized list
+/// without a branch; then one tight loop turns the listed positions into
+/// ids in `out` (one read and one write per hit, not per candidate).
 #[inline(always)]
 fn gather_local<P: Point>(
     planes: &Planes<'_, P>,
@@ -1380,32 +1382,39 @@ fn gather_local<P: Point>(
     let ids = planes.ids();
     let p = planes.pos_or_zero(me);
     let mut d = [0.0f32; CHUNK];
+    let mut hits = [0u32; CHUNK + LANES];
     let mut c = cursor;
     let mut j = 0;
     while j < end {
         let m = (end - j).min(CHUNK);
         planes.chunk_distances(p, j, m, &mut d);
         let padded = m.div_ceil(LANES) * LANES;
+        let mut h = 0usize;
         for (g, dg) in d[..padded].chunks_exact(LANES).enumerate() {
             let base = j + g * LANES;
             let ex = me.wrapping_sub(base);
             let mask =
                 hit_mask(dg, r2, m - g * LANES) & !(usize::from(ex < LANES) << (ex & (LANES - 1)));
-            let lanes = &LANE_LISTS[mask];
-            let hits = usize::from(BIT_COUNT[mask]);
-            if let Some(dst) = out.get_mut(c..c + LANES) {
-                for (o, &l) in dst.iter_mut().zip(lanes) {
-                    *o = ids.get(base + usize::from(l)).copied().unwrap_or(0);
-                }
-            } else {
-                for (x, &l) in lanes.iter().enumerate().take(hits) {
-                    if let Some(o) = out.get_mut(c + x) {
-                        *o = ids.get(base + usize::from(l)).copied().unwrap_or(0);
-                    }
+            if let Some(dst) = hits.get_mut(h..h + LANES) {
+                for (o, &l) in dst.iter_mut().zip(&LANE_LISTS[mask]) {
+                    *o = base as u32 + u32::from(l);
                 }
             }
-            c += hits;
+            h += usize::from(BIT_COUNT[mask]);
         }
+        let h = h.min(CHUNK);
+        if let Some(dst) = out.get_mut(c..c + h) {
+            for (o, &k) in dst.iter_mut().zip(&hits[..h]) {
+                *o = ids.get(k as usize).copied().unwrap_or(0);
+            }
+        } else if c < out.len() {
+            for (x, &k) in hits[..h].iter().enumerate() {
+                if let Some(o) = out.get_mut(c + x) {
+                    *o = ids.get(k as usize).copied().unwrap_or(0);
+                }
+            }
+        }
+        c += h;
         j += m;
     }
     c
