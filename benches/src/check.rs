@@ -142,7 +142,7 @@ pub fn check_runner(
     };
     let per_pair = match metric {
         Metric::Pairs => 1,
-        Metric::Csr => 2,
+        Metric::Csr | Metric::CsrSpatial => 2,
     };
     let expected = pairs * per_pair;
     let tol = tolerance(pairs, band) * per_pair;

@@ -28,6 +28,7 @@ pub mod bp_peers;
 pub mod check;
 pub mod experiments;
 pub mod measure;
+pub mod peers;
 pub mod plot;
 pub mod pouchol_scene;
 pub mod provenance;

@@ -7,16 +7,20 @@
 //! (`csr`). Output buffers are kept between runs, so allocation is not timed
 //! once they have grown.
 //!
+//! kiddo and rstar run behind spatium's [`NeighborSearch`] trait
+//! ([`crate::peers`]), through the same pair count and list writer as
+//! spatium's structures. splashsurf_lib is called directly: its one search
+//! call computes every list (`neighborhood_search_spatial_hashing` for the
+//! pair count, the `_flat` form for the lists), which its trait adapter
+//! ([`crate::sph_scene::SplashsurfSearch`], for the SPH step) would follow
+//! with copies this comparison does not need.
+//!
 //! Radius conventions: spatium, kiddo (with `exclusive_boundaries`) and
 //! splashsurf_lib test `d² < r²`; rstar's `locate_within_distance` tests
-//! `d² ≤ r²`. The two differ only on pairs at exactly distance `r`, which
-//! [`crate::check`] counts and allows for.
+//! `d² ≤ r²` and its adapter drops hits at exactly `r`.
 
 use core::fmt;
 
-use kiddo::{ImmutableKdTree, SquaredEuclidean};
-use rstar::RTree;
-use rstar::primitives::GeomWithData;
 use spatium::table::{SLOTS_PER_OBJECT, table_len};
 use spatium::{BruteForceNeighbors, NeighborSearch, Vec3};
 use spatium_host::make::{self, VecBucket, VecCellSorted, VecLinked};
@@ -26,6 +30,7 @@ use splashsurf_lib::neighborhood_search::{
     neighborhood_search_spatial_hashing_flat,
 };
 
+use crate::peers::{KiddoSearch, RstarSearch};
 use crate::scene::Scene;
 use crate::{MAX_N_BRUTE, MAX_N_TABLE_100, TABLE_FACTOR};
 
@@ -40,17 +45,22 @@ pub enum Metric {
     /// Build, then write every particle's neighbour list (compressed sparse
     /// rows, or the peer's own list form).
     Csr,
+    /// Build, then write the same lists with the rows in the structure's
+    /// own order ([`NeighborSearch::spatial_neighbor_lists`]); measured for
+    /// `CellSortedHash` only (for every other structure it is `Csr`).
+    CsrSpatial,
 }
 
 impl Metric {
     /// Both metrics, in report order.
-    pub const ALL: [Metric; 2] = [Metric::Pairs, Metric::Csr];
+    pub const ALL: [Metric; 3] = [Metric::Pairs, Metric::Csr, Metric::CsrSpatial];
 
     /// Short name used in benchmark ids and report headings.
     pub fn name(self) -> &'static str {
         match self {
             Metric::Pairs => "pairs",
             Metric::Csr => "csr",
+            Metric::CsrSpatial => "csr-spatial",
         }
     }
 }
@@ -133,6 +143,10 @@ impl Imp {
     /// Whether this implementation is measured for `metric` at `n` particles.
     pub fn measured(self, metric: Metric, n: usize) -> bool {
         match self {
+            _ if metric == Metric::CsrSpatial => {
+                matches!(self, Imp::Sorted | Imp::Sorted100)
+                    && (self == Imp::Sorted || n <= MAX_N_TABLE_100)
+            }
             Imp::Sorted | Imp::Kiddo | Imp::Rstar | Imp::Splashsurf => true,
             Imp::Sorted100 => n <= MAX_N_TABLE_100,
             Imp::Bucket | Imp::Linked | Imp::LinkedUpdate => metric == Metric::Pairs,
@@ -160,8 +174,8 @@ enum State {
     Linked(Box<VecLinked<Vec3>>),
     LinkedUpdate(Box<VecLinked<Vec3>>, bool),
     Brute(Box<BruteForceNeighbors<Vec3, Vec<Vec3>>>),
-    Kiddo(Csr),
-    Rstar(Csr),
+    Kiddo(Box<KiddoSearch>, Csr),
+    Rstar(Box<RstarSearch>, Csr),
     Splashsurf(Vec<Vec<usize>>, FlatNeighborhoodList),
 }
 
@@ -200,8 +214,8 @@ impl Runner {
                 State::LinkedUpdate(Box::new(h), false)
             }
             Imp::Brute => State::Brute(Box::new(BruteForceNeighbors::new(vec![Vec3::ZERO; n]))),
-            Imp::Kiddo => State::Kiddo(Csr::default()),
-            Imp::Rstar => State::Rstar(Csr::default()),
+            Imp::Kiddo => State::Kiddo(Box::default(), Csr::default()),
+            Imp::Rstar => State::Rstar(Box::default(), Csr::default()),
             Imp::Splashsurf => State::Splashsurf(Vec::new(), FlatNeighborhoodList::default()),
         };
         Ok(Self { imp, state })
@@ -242,6 +256,11 @@ impl Runner {
                     .map_err(|e| format!("CellSortedHash::build: {e:?}"))?;
                 Ok(spatium_csr(h.as_ref(), csr))
             }
+            (State::Sorted(h, csr), Metric::CsrSpatial) => {
+                h.build(&scene.points, r)
+                    .map_err(|e| format!("CellSortedHash::build: {e:?}"))?;
+                Ok(spatial_csr(h.as_ref(), csr))
+            }
             (State::Bucket(h), _) => {
                 h.build(&scene.points, r)
                     .map_err(|e| format!("BucketHash::build: {e:?}"))?;
@@ -268,8 +287,8 @@ impl Runner {
                     .map_err(|e| format!("BruteForceNeighbors::build: {e:?}"))?;
                 Ok(count_pairs(h.as_ref()))
             }
-            (State::Kiddo(csr), metric) => Ok(kiddo_run(scene, metric, csr)),
-            (State::Rstar(csr), metric) => Ok(rstar_run(scene, metric, csr)),
+            (State::Kiddo(t, csr), metric) => search_run(t.as_mut(), scene, metric, csr),
+            (State::Rstar(t, csr), metric) => search_run(t.as_mut(), scene, metric, csr),
             (State::Splashsurf(lists, flat), metric) => Ok(splash_run(scene, metric, lists, flat)),
         }
     }
@@ -299,85 +318,38 @@ fn spatium_csr<N: NeighborSearch<Vec3>>(s: &N, csr: &mut Csr) -> u64 {
     }
 }
 
-fn kiddo_run(scene: &Scene, metric: Metric, csr: &mut Csr) -> u64 {
-    let r2 = scene.radius * scene.radius;
-    let tree: ImmutableKdTree<f32, 3> =
-        ImmutableKdTree::new_from_slice(&scene.arrays).expect("kiddo build");
-    match metric {
-        Metric::Pairs => {
-            let mut c = 0u64;
-            for (i, p) in scene.arrays.iter().enumerate() {
-                let i = i as u32;
-                tree.query(p)
-                    .within::<SquaredEuclidean<f32>>(r2)
-                    .unsorted()
-                    .exclusive_boundaries()
-                    .visit(|it| c += u64::from(it.item > i));
-            }
-            c
+/// `spatial_neighbor_lists` into buffers sized as [`spatium_csr`]'s.
+fn spatial_csr<N: NeighborSearch<Vec3>>(s: &N, csr: &mut Csr) -> u64 {
+    let n = s.len();
+    if csr.offsets.len() < n + 1 {
+        csr.offsets.resize(n + 1, 0);
+    }
+    match s.spatial_neighbor_lists(&mut csr.offsets, &mut csr.indices) {
+        Ok(w) => w as u64,
+        Err(spatium::Error::BufferTooSmall { needed, .. }) => {
+            csr.indices.resize(needed, 0);
+            s.spatial_neighbor_lists(&mut csr.offsets, &mut csr.indices)
+                .expect("sized buffers") as u64
         }
-        Metric::Csr => {
-            csr.offsets.clear();
-            csr.indices.clear();
-            for (i, p) in scene.arrays.iter().enumerate() {
-                let i = i as u32;
-                csr.offsets.push(csr.indices.len() as u32);
-                let out = &mut csr.indices;
-                tree.query(p)
-                    .within::<SquaredEuclidean<f32>>(r2)
-                    .unsorted()
-                    .exclusive_boundaries()
-                    .visit(|it| {
-                        if it.item != i {
-                            out.push(it.item);
-                        }
-                    });
-            }
-            csr.offsets.push(csr.indices.len() as u32);
-            csr.indices.len() as u64
-        }
+        Err(e) => panic!("spatial_neighbor_lists: {e}"),
     }
 }
 
-/// rstar's `bulk_load` consumes a `Vec` of its own item type, so building
-/// that `Vec` (one `GeomWithData` per particle) is part of the timed build.
-fn rstar_run(scene: &Scene, metric: Metric, csr: &mut Csr) -> u64 {
-    let r2 = scene.radius * scene.radius;
-    let items = scene
-        .arrays
-        .iter()
-        .enumerate()
-        .map(|(i, p)| GeomWithData::new(*p, i as u32))
-        .collect();
-    let tree: RTree<GeomWithData<[f32; 3], u32>> = RTree::bulk_load(items);
-    match metric {
-        Metric::Pairs => {
-            let mut c = 0u64;
-            for (i, p) in scene.arrays.iter().enumerate() {
-                let i = i as u32;
-                c += tree
-                    .locate_within_distance(*p, r2)
-                    .filter(|g| g.data > i)
-                    .count() as u64;
-            }
-            c
-        }
-        Metric::Csr => {
-            csr.offsets.clear();
-            csr.indices.clear();
-            for (i, p) in scene.arrays.iter().enumerate() {
-                let i = i as u32;
-                csr.offsets.push(csr.indices.len() as u32);
-                csr.indices.extend(
-                    tree.locate_within_distance(*p, r2)
-                        .map(|g| g.data)
-                        .filter(|&j| j != i),
-                );
-            }
-            csr.offsets.push(csr.indices.len() as u32);
-            csr.indices.len() as u64
-        }
-    }
+/// A peer behind [`NeighborSearch`] ([`crate::peers`]): build, then count
+/// the pairs or write the lists, as for spatium's structures.
+fn search_run<N: NeighborSearch<Vec3>>(
+    s: &mut N,
+    scene: &Scene,
+    metric: Metric,
+    csr: &mut Csr,
+) -> Result<u64, String> {
+    s.build(&scene.points, scene.radius)
+        .map_err(|e| format!("build: {e:?}"))?;
+    Ok(match metric {
+        Metric::Pairs => count_pairs(s),
+        Metric::Csr => spatium_csr(s, csr),
+        Metric::CsrSpatial => spatial_csr(s, csr),
+    })
 }
 
 /// The domain splashsurf_lib's grid is laid over: the particles' bounding box
@@ -409,7 +381,7 @@ fn splash_run(
                 .map(|(i, l)| l.iter().filter(|&&j| j > i).count() as u64)
                 .sum()
         }
-        Metric::Csr => {
+        Metric::Csr | Metric::CsrSpatial => {
             neighborhood_search_spatial_hashing_flat::<i64, f32>(
                 &domain,
                 &scene.vectors,

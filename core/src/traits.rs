@@ -160,6 +160,30 @@ pub trait NeighborSearch<P: Point> {
         Ok(total)
     }
 
+    /// [`neighbor_lists`](Self::neighbor_lists) with the rows in the
+    /// structure's own storage order: row `k`
+    /// (`indices[offsets[k]..offsets[k + 1]]`) is the list of the particle
+    /// [`spatial_order`](Self::spatial_order) puts at `k`; the entries are
+    /// still the caller's ids, each row in the order `neighbor_lists`
+    /// gives it. A structure that sorts its input
+    /// ([`crate::uniform::CellSortedHash`]) writes these lists in one
+    /// sequential sweep for input in any order, where `neighbor_lists`
+    /// needs a second sweep writing each list at its id's offset; a caller
+    /// that walks its particles in spatial order (or has renumbered them in
+    /// it) gets its lists at the cost of cell-ordered input. The default,
+    /// for structures whose spatial order is `0..len()`, is
+    /// `neighbor_lists`.
+    ///
+    /// # Errors
+    /// As [`neighbor_lists`](Self::neighbor_lists).
+    fn spatial_neighbor_lists(
+        &self,
+        offsets: &mut [u32],
+        indices: &mut [u32],
+    ) -> Result<usize, Error> {
+        self.neighbor_lists(offsets, indices)
+    }
+
     /// Writes the ids of the stored particles in the structure's own
     /// storage order into `order[..len()]`, a permutation of `0..len()`.
     /// Renumbering the caller's per-particle data in this order (new id `k`

@@ -4,7 +4,9 @@
 
 use spatium::table::{SLOTS_PER_OBJECT, table_len};
 use spatium::{BruteForceNeighbors, NeighborSearch, Point, Validate, Vec2, Vec3};
-use spatium_host::oracle::{collect_pairs, csr_lists, neighbors_of, pairs_within, within};
+use spatium_host::oracle::{
+    collect_pairs, csr_lists, neighbors_of, pairs_within, spatial_csr_lists, within,
+};
 use spatium_host::scenarios::{PointScenario, point_scenarios};
 use spatium_host::{Rng, make};
 
@@ -54,6 +56,8 @@ fn compare<P: Point, S: NeighborSearch<P> + Validate>(
     let lists = csr_lists(s);
     let expect = csr_lists(b);
     assert_eq!(lists, expect, "{label}: CSR");
+    // The same lists with the rows in the structure's order.
+    assert_eq!(spatial_csr_lists(s), expect, "{label}: spatial CSR");
 }
 
 fn run_all<P: Point>(seed: u64) {

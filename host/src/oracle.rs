@@ -61,6 +61,45 @@ pub fn csr_lists<P: Point, N: NeighborSearch<P>>(s: &N) -> Vec<Vec<u32>> {
         .collect()
 }
 
+/// [`NeighborSearch::spatial_neighbor_lists`] turned back into lists by
+/// id through [`NeighborSearch::spatial_order`] (each sorted), so they
+/// compare with [`csr_lists`]. Checks the exact-size error on the way.
+pub fn spatial_csr_lists<P: Point, N: NeighborSearch<P>>(s: &N) -> Vec<Vec<u32>> {
+    let n = s.len();
+    let mut order = vec![0u32; n];
+    s.spatial_order(&mut order).expect("sized order");
+    let mut offsets = vec![0u32; n + 1];
+    let mut indices = Vec::new();
+    let needed = match s.spatial_neighbor_lists(&mut offsets, &mut indices) {
+        Ok(w) => w,
+        Err(spatium::Error::BufferTooSmall { needed, .. }) => needed,
+        Err(e) => panic!("unexpected {e}"),
+    };
+    if needed > 0 {
+        let mut short = vec![0u32; needed - 1];
+        assert_eq!(
+            s.spatial_neighbor_lists(&mut offsets, &mut short),
+            Err(spatium::Error::BufferTooSmall {
+                needed,
+                available: needed - 1
+            })
+        );
+    }
+    indices = vec![u32::MAX; needed];
+    let written = s
+        .spatial_neighbor_lists(&mut offsets, &mut indices)
+        .expect("sized buffers");
+    assert_eq!(written, needed);
+    assert_eq!(offsets[n] as usize, written);
+    let mut lists = vec![Vec::new(); n];
+    for (k, &id) in order.iter().enumerate() {
+        let mut l = indices[offsets[k] as usize..offsets[k + 1] as usize].to_vec();
+        l.sort_unstable();
+        lists[id as usize] = l;
+    }
+    lists
+}
+
 /// Sorted, normalised overlapping pairs of boxes, by brute force.
 pub fn overlapping_pairs<B: spatium::BoundingBox>(boxes: &[B]) -> Vec<(u32, u32)> {
     let mut bp = BruteForceBroadPhase::new(make::brute_slots::<B>(boxes.len()));

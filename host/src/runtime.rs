@@ -245,6 +245,14 @@ impl<P: Point> NeighborSearch<P> for AnySearch<P> {
         with_search!(self, s => NeighborSearch::spatial_order(s, order))
     }
 
+    fn spatial_neighbor_lists(
+        &self,
+        offsets: &mut [u32],
+        indices: &mut [u32],
+    ) -> Result<usize, Error> {
+        with_search!(self, s => NeighborSearch::spatial_neighbor_lists(s, offsets, indices))
+    }
+
     fn par_build<E: Executor>(
         &mut self,
         exec: &E,

@@ -7,7 +7,7 @@
 //!
 //! `cargo run --release -p spatium-benches --bin pairs_probe -- SIDE ORDER METRIC IMP`
 //! e.g. `-- 100 shuffled pairs spatium-sorted` (side³ particles; orders
-//! `cell-ordered`/`shuffled`, metrics `pairs`/`csr`, implementations by
+//! `cell-ordered`/`shuffled`, metrics `pairs`/`csr`/`csr-spatial`, implementations by
 //! their benchmark names).
 
 use spatium_benches::measure::{median, time};
@@ -22,6 +22,7 @@ fn main() {
     };
     let metric = match args.get(3).map(String::as_str) {
         Some("csr") => Metric::Csr,
+        Some("csr-spatial") => Metric::CsrSpatial,
         _ => Metric::Pairs,
     };
     let name = args.get(4).map_or("spatium-sorted", String::as_str);

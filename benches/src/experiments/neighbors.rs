@@ -364,6 +364,8 @@ fn markdown(
         ("table_csr", ns(Metric::Csr, &cpu)),
         ("ratio_csr", ratio(Metric::Csr, &cpu)),
         ("runs_csr", runs(Metric::Csr)),
+        ("table_csr_spatial", ns(Metric::CsrSpatial, &cpu)),
+        ("runs_csr_spatial", runs(Metric::CsrSpatial)),
         ("step", crate::STEP.to_string()),
         ("tolerance", tolerance_text),
         ("check_result", check_result),

@@ -695,6 +695,27 @@ where
         }
     }
 
+    /// The lists of the particles in sorted order, in one sweep: row `k`
+    /// (`offsets[k]..offsets[k + 1]`, `offsets` `len() + 1` long) holds the
+    /// ids of the neighbours of the particle at sorted position `k`.
+    /// Returns the total, also when `indices` is too short (then only what
+    /// fits is written).
+    fn lists_in_sorted_order(&self, offsets: &mut [u32], indices: &mut [u32]) -> usize {
+        let n = self.len as usize;
+        let mut cursor = 0usize;
+        let v = self.view();
+        self.sweep_cands_in(&v, 0, v.runs, |k, cands| {
+            if let Some(o) = offsets.get_mut(k) {
+                *o = cursor.min(NONE as usize) as u32;
+            }
+            cursor = self.gather_cands(k, cands, indices, cursor);
+        });
+        if let Some(o) = offsets.get_mut(n) {
+            *o = cursor.min(NONE as usize) as u32;
+        }
+        cursor
+    }
+
     /// Appends the neighbours of the particle at sorted position `k` among
     /// `cands` to `out` at `cursor` (counting without writing past its
     /// end); returns the new cursor.
@@ -1303,14 +1324,7 @@ where
         let offsets = &mut offsets[..=n];
         let ids = self.sorted_ids();
         let total = if self.identity {
-            let mut cursor = 0usize;
-            let v = self.view();
-            self.sweep_cands_in(&v, 0, v.runs, |k, cands| {
-                offsets[k] = cursor.min(NONE as usize) as u32;
-                cursor = self.gather_cands(k, cands, indices, cursor);
-            });
-            offsets[n] = cursor.min(NONE as usize) as u32;
-            cursor
+            self.lists_in_sorted_order(offsets, indices)
         } else {
             // Sweep 1: degrees, stored at offsets[id + 1].
             offsets[0] = 0;
@@ -1332,6 +1346,31 @@ where
             }
             total
         };
+        if total > indices.len() || total >= NONE as usize {
+            return Err(Error::BufferTooSmall {
+                needed: total,
+                available: indices.len(),
+            });
+        }
+        Ok(total)
+    }
+
+    /// Always the one sweep of the structure's order (see
+    /// [`neighbor_lists`](NeighborSearch::neighbor_lists)), whatever the
+    /// input's order: each list written sequentially at the cursor.
+    fn spatial_neighbor_lists(
+        &self,
+        offsets: &mut [u32],
+        indices: &mut [u32],
+    ) -> Result<usize, Error> {
+        let n = self.len as usize;
+        if offsets.len() < n + 1 {
+            return Err(Error::BufferTooSmall {
+                needed: n + 1,
+                available: offsets.len(),
+            });
+        }
+        let total = self.lists_in_sorted_order(&mut offsets[..=n], indices);
         if total > indices.len() || total >= NONE as usize {
             return Err(Error::BufferTooSmall {
                 needed: total,
