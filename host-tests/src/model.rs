@@ -1067,10 +1067,12 @@ impl<P: Point> SearchModel<P> {
         Ok(r)
     }
 
-    /// `neighbor_lists` with buffers of these lengths, judged exactly.
+    /// `neighbor_lists` with buffers of these lengths, judged exactly; then
+    /// `spatial_neighbor_lists` with the same lengths, its row `k` judged as
+    /// the list of the particle `spatial_order` puts at `k`.
     ///
     /// # Errors
-    /// A message if the result or the lists are wrong.
+    /// A message if a result or a list is wrong.
     pub fn check_lists<N: NeighborSearch<P>>(
         &self,
         t: &N,
@@ -1078,12 +1080,48 @@ impl<P: Point> SearchModel<P> {
         i: BufLen,
     ) -> Result<Outcome, String> {
         let n = self.points.len();
+        let identity: Vec<u32> = (0..n as u32).collect();
+        let r = self.judge_lists("neighbor_lists", o, i, &identity, |of, ix| {
+            t.neighbor_lists(of, ix)
+        })?;
+        let mut order = vec![u32::MAX; n];
+        t.spatial_order(&mut order)
+            .map_err(|e| format!("spatial_order: {e}"))?;
+        let mut seen = vec![false; n];
+        for &id in &order {
+            ensure!(
+                (id as usize) < n && !seen[id as usize],
+                "spatial_order is not a permutation: {order:?}"
+            );
+            seen[id as usize] = true;
+        }
+        let s = self.judge_lists("spatial_neighbor_lists", o, i, &order, |of, ix| {
+            t.spatial_neighbor_lists(of, ix)
+        })?;
+        ensure!(
+            r == s,
+            "neighbor_lists {r:?} but spatial_neighbor_lists {s:?}"
+        );
+        Ok(r)
+    }
+
+    /// One CSR call with buffers of these lengths: the result exact, and
+    /// row `k` the sorted neighbours of particle `rows[k]`.
+    fn judge_lists(
+        &self,
+        what: &str,
+        o: BufLen,
+        i: BufLen,
+        rows: &[u32],
+        call: impl FnOnce(&mut [u32], &mut [u32]) -> Result<usize, Error>,
+    ) -> Result<Outcome, String> {
+        let n = self.points.len();
         let pairs = self.pairs();
         let total = 2 * pairs.len();
         let (ol, il) = (o.of(n + 1), i.of(total));
         let mut offsets = vec![u32::MAX; ol];
         let mut indices = vec![u32::MAX; il];
-        let r = t.neighbor_lists(&mut offsets, &mut indices);
+        let r = call(&mut offsets, &mut indices);
         let want = if ol < n + 1 {
             Err(Error::BufferTooSmall {
                 needed: n + 1,
@@ -1097,24 +1135,28 @@ impl<P: Point> SearchModel<P> {
         } else {
             Ok(total)
         };
-        ensure!(
-            r == want,
-            "neighbor_lists({ol}, {il}) = {r:?}, want {want:?}"
-        );
+        ensure!(r == want, "{what}({ol}, {il}) = {r:?}, want {want:?}");
         if r.is_ok() {
-            ensure!(offsets[0] == 0, "offsets[0] = {}", offsets[0]);
-            ensure!(offsets[n] as usize == total, "offsets[n] = {}", offsets[n]);
-            for a in 0..n {
-                let (s, e) = (offsets[a] as usize, offsets[a + 1] as usize);
-                ensure!(s <= e && e <= total, "offsets {s}..{e}");
+            ensure!(offsets[0] == 0, "{what}: offsets[0] = {}", offsets[0]);
+            ensure!(
+                offsets[n] as usize == total,
+                "{what}: offsets[n] = {}",
+                offsets[n]
+            );
+            for (k, &a) in rows.iter().enumerate() {
+                let (s, e) = (offsets[k] as usize, offsets[k + 1] as usize);
+                ensure!(s <= e && e <= total, "{what}: offsets {s}..{e}");
                 let mut got = indices[s..e].to_vec();
                 got.sort_unstable();
                 let want: Vec<u32> = self
-                    .near(self.points[a], Some(a as u32))
+                    .near(self.points[a as usize], Some(a))
                     .into_iter()
                     .map(|(j, _)| j)
                     .collect();
-                ensure!(got == want, "list of {a}: {got:?}, want {want:?}");
+                ensure!(
+                    got == want,
+                    "{what}: row {k} (particle {a}): {got:?}, want {want:?}"
+                );
             }
         }
         Ok(r.map(|_| ()))
