@@ -689,12 +689,21 @@ fn pair_pass<P: Point, N: NeighborSearch<P>>(
 ) {
     if CHUNKED && matches!(pass, PairPass::Forces) {
         let mut chunk = ForceChunk::new();
-        search.for_each_pair(|i, j, d2| terms.force_pair(&mut chunk, i, j, d2));
+        search.for_each_pair(
+            #[inline(always)]
+            |i, j, d2| terms.force_pair(&mut chunk, i, j, d2),
+        );
         terms.force_chunk(&mut chunk);
     } else if CHUNKED && matches!(pass, PairPass::Density) {
-        search.for_each_pair(|i, j, d2| terms.pair(PairPass::Density, i, j, d2));
+        search.for_each_pair(
+            #[inline(always)]
+            |i, j, d2| terms.pair(PairPass::Density, i, j, d2),
+        );
     } else if CHUNKED {
-        search.for_each_pair(|i, j, d2| terms.pair(PairPass::Normals, i, j, d2));
+        search.for_each_pair(
+            #[inline(always)]
+            |i, j, d2| terms.pair(PairPass::Normals, i, j, d2),
+        );
     } else {
         search.for_each_pair(|i, j, d2| terms.pair(pass, i, j, d2));
     }
