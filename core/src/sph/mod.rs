@@ -674,10 +674,13 @@ impl<P: Point> PairTerms<'_, P> {
     }
 }
 
-/// One pass over the search's pairs. A single function for the three
-/// passes, so the search's pair walk is instantiated once rather than once
-/// per pass (on a Cortex-M4 that is about 3 KB of code; the branch on the
-/// pass is the same for every pair).
+/// One pass over the search's pairs. On bare-metal targets a single walk
+/// for the three passes, so the search's pair walk is instantiated once
+/// rather than once per pass (on a Cortex-M4 that is about 3 KB of code;
+/// the branch on the pass is the same for every pair). On hosted targets
+/// each pass has its own walk with the pass fixed, so the compiler can
+/// inline the pair's terms into the walk (the density pass's closure was a
+/// call per pair).
 #[inline(never)]
 fn pair_pass<P: Point, N: NeighborSearch<P>>(
     search: &N,
@@ -686,8 +689,21 @@ fn pair_pass<P: Point, N: NeighborSearch<P>>(
 ) {
     if CHUNKED && matches!(pass, PairPass::Forces) {
         let mut chunk = ForceChunk::new();
-        search.for_each_pair(|i, j, d2| terms.force_pair(&mut chunk, i, j, d2));
+        search.for_each_pair(
+            #[inline(always)]
+            |i, j, d2| terms.force_pair(&mut chunk, i, j, d2),
+        );
         terms.force_chunk(&mut chunk);
+    } else if CHUNKED && matches!(pass, PairPass::Density) {
+        search.for_each_pair(
+            #[inline(always)]
+            |i, j, d2| terms.pair(PairPass::Density, i, j, d2),
+        );
+    } else if CHUNKED {
+        search.for_each_pair(
+            #[inline(always)]
+            |i, j, d2| terms.pair(PairPass::Normals, i, j, d2),
+        );
     } else {
         search.for_each_pair(|i, j, d2| terms.pair(pass, i, j, d2));
     }
