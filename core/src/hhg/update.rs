@@ -160,12 +160,23 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord<B>>, A: Storag
     pub fn update_all(&mut self, boxes: &[B], strategy: UpdateStrategy) -> Result<(), Error> {
         let n = boxes.len().min(self.slots.as_ref().len());
         let mut seen = 0u32;
+        // A valid bounded box whose coordinates are in range at the level
+        // of the largest cells passes `check_update`: it can go to some
+        // level (or be too large for all), and only a box out of range
+        // everywhere fails (the range test is monotone in the cell size).
+        // The full checks run for the others, and give the error.
+        let top = self.levels.iter().rev().find(|l| l.usable).map(|l| l.inv);
         for (id, b) in boxes[..n].iter().enumerate() {
             let k = self.slots.as_ref()[id].key;
             if k == NONE {
                 continue;
             }
             seen += 1;
+            if top.is_some_and(|inv| {
+                k != KEY_UNBOUNDED && b.check().is_ok() && Self::in_range(inv, b)
+            }) {
+                continue;
+            }
             self.check_update(k, b)?;
         }
         if seen != self.len {
@@ -284,22 +295,25 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord<B>>, A: Storag
     /// `true` if the box keyed `k` can stay in its grid with box `b`: same
     /// level by size, within two cells per axis and in range there.
     #[inline(always)]
-    pub(super) fn stays(&self, k: u32, b: &B) -> bool {
-        Self::stays_at(&self.levels, k, b)
+    pub(super) fn stays_at(levels: &[Level; LEVELS], k: u32, b: &B) -> bool {
+        Self::stays_local(levels, k, b).is_some()
     }
 
-    /// [`stays`](Self::stays) over the levels alone.
+    /// [`stays_at`](Self::stays_at), and then the cell of `b` in its grid
+    /// (see [`fits_local`](Self::fits_local)).
     #[inline(always)]
-    pub(super) fn stays_at(levels: &[Level; LEVELS], k: u32, b: &B) -> bool {
+    pub(super) fn stays_local(levels: &[Level; LEVELS], k: u32, b: &B) -> Option<u32> {
         if !is_grid_key(k) {
-            return false;
+            return None;
         }
         let i = (k >> LOCAL_BITS) as usize;
         let lv = &levels[i];
         let size = b.longest_edge();
-        size < lv.cell
-            && (size >= lv.lower || Self::size_level_at(levels, size) == Some(i))
-            && Self::fits_at(levels, i, b) == Ok(true)
+        if size < lv.cell && (size >= lv.lower || Self::size_level_at(levels, size) == Some(i)) {
+            Self::fits_local(lv, b)
+        } else {
+            None
+        }
     }
 
     pub(super) fn apply_update(&mut self, id: u32, b: B) {
@@ -307,8 +321,7 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord<B>>, A: Storag
         if is_grid_key(k) {
             let i = (k >> LOCAL_BITS) as usize;
             // Fast path: same level, box still within two cells per axis.
-            if self.stays(k, &b) {
-                let local = Self::local(&self.levels[i], b.min());
+            if let Some(local) = Self::stays_local(&self.levels, k, &b) {
                 self.slots.as_mut()[id as usize].aabb = b;
                 if key(i, local) != k {
                     self.unlink(id);
