@@ -474,7 +474,7 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord<B>>, A: Storag
 mod tests {
     use crate::error::{Error, Validate};
     use crate::geom::{Aabb3, Vec3};
-    use crate::hhg::{HhgConfig, HhgRecord, HhgSlot, HierarchicalHashGrid};
+    use crate::hhg::{HhgConfig, HhgRecord, HhgSlot, HierarchicalHashGrid, UpdateStrategy};
     use crate::traits::BroadPhase;
 
     fn cube(x: f32) -> Aabb3 {
@@ -520,6 +520,37 @@ mod tests {
             assert_eq!(g.insert(4, nan), Err(Error::IdOutOfRange { id: 4 }));
             assert_eq!(g.get(1), Some(cube(0.0)));
             g.validate().unwrap();
+        }
+    }
+
+    /// `update_all` accepts boxes in range at the largest cells without the
+    /// stay test, so it must still refuse a box out of every grid's range
+    /// (with nothing moved), and still move a box to another grid.
+    #[test]
+    fn update_all_refuses_out_of_range_and_moves_across_grids() {
+        for small_n in [0, 64] {
+            let mut g = grid(small_n);
+            let boxes = [cube(0.0), cube(5.0), cube(10.0)];
+            for (id, b) in boxes.iter().enumerate() {
+                g.insert(id as u32, *b).unwrap();
+            }
+            let big = Aabb3::new(Vec3::new(0.5, 0.0, 0.0), Vec3::new(40.5, 40.0, 40.0)).unwrap();
+            for far in [cube(1.0e30), cube(-3.0e29), big] {
+                let moved = [cube(0.5), far, cube(10.0)];
+                let r = g.update_all(&moved, UpdateStrategy::Incremental);
+                if far == big {
+                    r.unwrap();
+                    assert_eq!(g.get(1), Some(big));
+                    let mut pairs = 0;
+                    g.for_each_overlap(|_, _| pairs += 1).unwrap();
+                    assert_eq!(pairs, 2);
+                } else {
+                    assert_eq!(r, Err(Error::OutOfRange));
+                    assert_eq!(g.get(0), Some(cube(0.0)));
+                    assert_eq!(g.get(1), Some(cube(5.0)));
+                }
+                g.validate().unwrap();
+            }
         }
     }
 
