@@ -180,12 +180,9 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord<B>>, A: Storag
         let hi = hi.min(self.nrec as usize);
         // Per forward stencil entry, the axes along which it is one cell up.
         let mut up = [0u8; 13];
-        for (j, u) in up.iter_mut().enumerate().take(Self::HALF) {
-            let o = Self::stencil_offset(j + 1);
-            for (k, &ok) in o.iter().enumerate().take(Self::D) {
-                if ok == 1 {
-                    *u |= 1 << k;
-                }
+        for (u, h) in up.iter_mut().zip(B::Point::HALF_STENCIL) {
+            for k in 0..Self::D {
+                *u |= ((B::Point::cell_coord(*h, k) == 1) as u8) << k;
             }
         }
         for (p, r) in recs[..hi].iter().enumerate().skip(lo) {
