@@ -111,25 +111,53 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord<B>>, A: Storag
     /// The packed entries of record `q` (of `total` entries in all).
     #[inline]
     fn run(&self, q: usize, total: u32) -> &[HhgRecord<B>] {
+        let (s, e) = self.span(q, total);
+        &self.recs.as_ref()[s as usize..e as usize]
+    }
+
+    /// First and one-past-last packed entry of record `q` (of `total`).
+    #[inline(always)]
+    fn span(&self, q: usize, total: u32) -> (u32, u32) {
         let recs = self.recs.as_ref();
-        let s = recs[q].start as usize;
+        let s = recs[q].start;
         let e = match recs[..self.nrec as usize].get(q + 1) {
             Some(r) => r.start,
             None => total,
         };
-        &recs[s..e as usize]
+        (s, e)
     }
 
-    /// Reports every overlapping pair of packed entries `a × b`.
-    #[inline]
-    fn runs<F: FnMut(u32, u32)>(a: &[HhgRecord<B>], b: &[HhgRecord<B>], f: &mut F) {
-        for ea in a {
-            for eb in b {
-                if ea.aabb.overlaps(&eb.aabb) {
-                    f(ea.id, eb.id);
-                }
+    /// Reports every entry of `b` that overlaps the entry `ea`.
+    #[inline(always)]
+    fn one_vs<F: FnMut(u32, u32)>(ea: &HhgRecord<B>, b: &[HhgRecord<B>], f: &mut F) {
+        let ba = ea.aabb;
+        for eb in b {
+            if ba.overlaps(&eb.aabb) {
+                f(ea.id, eb.id);
             }
         }
+    }
+
+    /// The axes (bit `k` for axis `k`) along which box `b` of level `lv`
+    /// reaches into the next cell up: where the cell of its upper corner is
+    /// above the cell of its lower corner, computed as the cell of a box is
+    /// (`floor(x · inv)`). No box keyed in a cell one up along another axis
+    /// can overlap `b`: such a box's lower corner maps to a cell above the
+    /// one `b`'s upper corner maps to, so (the product being monotone) it
+    /// lies above `b`'s upper corner; a box of a hash-aliased cell spans
+    /// cells too far away to overlap either (every grid box spans at most
+    /// two cells per axis and a grid has at least four). Exact: a skipped
+    /// range holds no overlapping box.
+    #[inline(always)]
+    fn reach(lv: &Level, b: &B) -> u8 {
+        let (lo, hi) = (b.min(), b.max());
+        let mut m = 0u8;
+        for k in 0..Self::D {
+            let l = floor_i32(lo.coord(k) * lv.inv);
+            let h = floor_i32(hi.coord(k) * lv.inv);
+            m |= ((h != l) as u8) << k;
+        }
+        m
     }
 
     /// Pairs of the grids (Algorithm 4), over the packed copy of `total`
@@ -150,27 +178,69 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord<B>>, A: Storag
     ) {
         let recs = self.recs.as_ref();
         let hi = hi.min(self.nrec as usize);
+        // Per forward stencil entry, the axes along which it is one cell up.
+        let mut up = [0u8; 13];
+        for (u, h) in up.iter_mut().zip(B::Point::HALF_STENCIL) {
+            for k in 0..Self::D {
+                *u |= ((B::Point::cell_coord(*h, k) == 1) as u8) << k;
+            }
+        }
         for (p, r) in recs[..hi].iter().enumerate().skip(lo) {
             let k = r.key;
             let i = (k >> LOCAL_BITS) as usize;
             let local = k & LOCAL_MASK;
             let lv = &self.levels[i];
             let cells = self.cells(lv);
-            let own = self.run(p, total);
-            // Inside the cell.
-            for (x, ea) in own.iter().enumerate() {
-                Self::runs(core::slice::from_ref(ea), &own[x + 1..], f);
-            }
-            // Forward half of the neighbours.
-            // The cell words first, so that their loads overlap instead of
-            // waiting behind each occupied neighbour's tests.
+            let (own_s, own_e) = self.span(p, total);
+            let own = &recs[own_s as usize..own_e as usize];
+            // Forward half of the neighbours: the cell words first, so that
+            // their loads overlap, then their runs as ranges of the packed
+            // copy, a range joined to the one before when it starts where
+            // that one ends (with sorted records, the cells `x-1..=x+1` of a
+            // stencil row are consecutive runs: one range per row).
             let mut qs = [NONE; 13]; // the 3D half stencil (2D: 4)
             for (q, &off) in qs.iter_mut().zip(&self.row(lv, local)[1..=Self::HALF]) {
                 *q = cells[local.wrapping_add(off) as usize];
             }
-            for &q in &qs[..Self::HALF] {
-                if q != NONE {
-                    Self::runs(own, self.run(q as usize, total), f);
+            let mut ranges = [(0u32, 0u32, 0u8); 13];
+            let mut nr = 0usize;
+            for (&q, &u) in qs[..Self::HALF].iter().zip(&up) {
+                if q == NONE {
+                    continue;
+                }
+                let (s, e) = self.span(q as usize, total);
+                match nr.checked_sub(1).and_then(|l| ranges.get_mut(l)) {
+                    Some(last) if last.1 == s => {
+                        last.1 = e;
+                        last.2 &= u;
+                    }
+                    _ => {
+                        ranges[nr] = (s, e, u);
+                        nr += 1;
+                    }
+                }
+            }
+            // Inside the cell, joined with the first range when it follows
+            // the cell's run (the cell `x + 1`): each entry against the
+            // entries after it up to that range's end. A range whose cells
+            // are one cell up along an axis the entry does not reach into is
+            // skipped (see [`reach`](Self::reach)).
+            let (mut tail, mut tail_up, mut first) = (own_e, 0, 0);
+            if nr > 0 && ranges[0].0 == own_e {
+                (tail, tail_up, first) = (ranges[0].1, ranges[0].2, 1);
+            }
+            for (x, ea) in own.iter().enumerate() {
+                let reach = Self::reach(lv, &ea.aabb);
+                let t = if reach & tail_up == tail_up {
+                    tail
+                } else {
+                    own_e
+                };
+                Self::one_vs(ea, &recs[own_s as usize + x + 1..t as usize], f);
+                for &(s, e, u) in &ranges[first..nr] {
+                    if reach & u == u {
+                        Self::one_vs(ea, &recs[s as usize..e as usize], f);
+                    }
                 }
             }
             // Every grid with larger cells.
@@ -190,7 +260,7 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord<B>>, A: Storag
                         let q = hcells[hl.wrapping_add(off) as usize];
                         if q != NONE {
                             let other = self.run(q as usize, total);
-                            Self::runs(core::slice::from_ref(ea), other, f);
+                            Self::one_vs(ea, other, f);
                         }
                     }
                 }
@@ -317,5 +387,102 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord<B>>, A: Storag
             u = s.next;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::error::Validate;
+    use crate::geom::{Aabb3, BoundingBox, Vec3};
+    use crate::hhg::{BASE_LEVEL, HhgConfig, HhgRecord, HhgSlot, HierarchicalHashGrid};
+    use crate::inspect::Inspect;
+    use crate::traits::BroadPhase;
+
+    /// `x` moved by `d` units in the last place.
+    fn ulps(x: f32, d: i32) -> f32 {
+        if x == 0.0 {
+            return f32::from_bits(d.unsigned_abs()) * d.signum() as f32;
+        }
+        let b = x.to_bits() as i32;
+        let step = if x > 0.0 { d } else { -d };
+        f32::from_bits((b + step) as u32)
+    }
+
+    /// Boxes whose faces sit on cell boundaries, or one or two ulps off,
+    /// on every axis, in a grid of 4 cells per axis (so that cells also
+    /// alias): the pairs are exactly the overlapping pairs (the neighbour
+    /// ranges skipped by `reach` hold none), each once.
+    #[test]
+    fn faces_on_cell_boundaries_give_exact_pairs() {
+        const N: usize = 192;
+        let cfg = HhgConfig::DEFAULT
+            .with_initial_cells_log2(2)
+            .unwrap()
+            .with_small_n_threshold(0);
+        let mut g = HierarchicalHashGrid::new(
+            [HhgSlot::<Aabb3>::EMPTY; N],
+            [HhgRecord::EMPTY; N],
+            [0u32; 2 * 793 + 100],
+            cfg,
+        );
+        let first = Aabb3::new(Vec3::new(0.0, 0.0, 0.0), Vec3::new(1.0, 1.0, 1.0)).unwrap();
+        g.insert(0, first).unwrap();
+        let cell = g.levels[BASE_LEVEL].cell;
+        let mut boxes = [first; N];
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |m: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % m) as i32
+        };
+        for b in boxes.iter_mut().skip(1) {
+            let mut lo = [0.0f32; 3];
+            let mut hi = [0.0f32; 3];
+            for k in 0..3 {
+                // One face on a boundary (± 2 ulps), the other 0.3 to 1 away.
+                let at = ulps((next(5) - 2) as f32 * cell, next(5) - 2);
+                let e = 0.3 + next(8) as f32 * 0.1;
+                if next(2) == 0 {
+                    (lo[k], hi[k]) = (at, at + e);
+                } else {
+                    (lo[k], hi[k]) = (at - e, at);
+                }
+            }
+            *b = Aabb3::new(
+                Vec3::new(lo[0], lo[1], lo[2]),
+                Vec3::new(hi[0], hi[1], hi[2]),
+            )
+            .unwrap();
+        }
+        for (id, b) in boxes.iter().enumerate().skip(1) {
+            g.insert(id as u32, *b).unwrap();
+        }
+        g.validate().unwrap();
+        // Two grids (edges from 0.3 to 1 are on two levels), kept at 4
+        // cells per axis by the short arena.
+        let st = g.stats();
+        assert_eq!(st.grids, 2);
+        assert!(st.grid[..2].iter().all(|s| s.cells_per_axis == [4; 3]));
+        let mut want = 0usize;
+        let mut seen = [[false; N]; N];
+        for a in 0..N {
+            for b in a + 1..N {
+                if boxes[a].overlaps(&boxes[b]) {
+                    want += 1;
+                }
+            }
+        }
+        let mut got = 0usize;
+        g.for_each_overlap(|a, b| {
+            let (a, b) = (a.min(b) as usize, a.max(b) as usize);
+            assert!(boxes[a].overlaps(&boxes[b]), "({a}, {b}) do not overlap");
+            assert!(!seen[a][b], "({a}, {b}) twice");
+            seen[a][b] = true;
+            got += 1;
+        })
+        .unwrap();
+        assert!(want > N / 2, "too few overlapping pairs to test: {want}");
+        assert_eq!(got, want);
     }
 }

@@ -117,6 +117,43 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord<B>>, A: Storag
         Ok(ok)
     }
 
+    /// [`fits_at`](Self::fits_at)`(levels, i, b) == Ok(true)` for the level
+    /// `lv` of `levels[i]`, and then the cell of `b`'s lower corner there
+    /// (what [`local`](Self::local) computes), in one pass: each lower
+    /// coordinate is scaled and floored once for both.
+    #[inline(always)]
+    pub(super) fn fits_local(lv: &Level, b: &B) -> Option<u32> {
+        let (lo, hi) = (b.min(), b.max());
+        let mut ok = true;
+        let mut local = 0u32;
+        for k in 0..Self::D {
+            let t = lo.coord(k) * lv.inv;
+            let u = hi.coord(k) * lv.inv;
+            ok &= t.abs() < HHG_RANGE_CELLS && u.abs() < HHG_RANGE_CELLS;
+            // Clamped (a no-op in range): out of range, where the result
+            // is unused, the floors stay defined.
+            let r = HHG_RANGE_CELLS;
+            let c = floor_i32(t.clamp(-r, r));
+            ok &= floor_i32(u.clamp(-r, r)) - c <= 1;
+            local |= (c as u32 & lv.mask[k]) << lv.shift[k];
+        }
+        ok.then_some(local)
+    }
+
+    /// Whether every coordinate of `b` is within [`HHG_RANGE_CELLS`] cells of
+    /// a level of inverse cell size `inv` (the range test of
+    /// [`fits_at`](Self::fits_at)).
+    #[inline(always)]
+    pub(super) fn in_range(inv: f32, b: &B) -> bool {
+        let (lo, hi) = (b.min(), b.max());
+        let mut ok = true;
+        for k in 0..Self::D {
+            ok &= (lo.coord(k) * inv).abs() < HHG_RANGE_CELLS;
+            ok &= (hi.coord(k) * inv).abs() < HHG_RANGE_CELLS;
+        }
+        ok
+    }
+
     /// The level a box of longest edge `size` belongs to (eq. 3.3.3), before
     /// the span check: the first usable level whose cells are larger.
     pub(super) fn size_level_at(levels: &[Level; LEVELS], size: f32) -> Option<usize> {

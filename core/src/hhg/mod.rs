@@ -36,7 +36,12 @@
 //! in the grids' own order, so a cell's neighbours are near in memory. This
 //! costs 32 bytes per id of record buffer (the copy and each record's start)
 //! and one pass over the boxes per detection; at 10⁶ moving cubes it halves
-//! detection.
+//! detection. Each box is then tested against its forward neighbours as
+//! ranges of the copy: runs that follow each other there are joined (with
+//! the records sorted, a stencil row's three cells are one range, and the
+//! cell's own run joins the next cell's), and a range one cell up along an
+//! axis is skipped for a box whose upper corner is in the same cell as its
+//! lower corner along that axis, since no box keyed there can overlap it.
 //!
 //! The code is split by operation: `config` (tuning), `grids` (levels,
 //! arena, cell lists), `update` (insert, update, remove, bulk updates),

@@ -160,12 +160,23 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord<B>>, A: Storag
     pub fn update_all(&mut self, boxes: &[B], strategy: UpdateStrategy) -> Result<(), Error> {
         let n = boxes.len().min(self.slots.as_ref().len());
         let mut seen = 0u32;
+        // A valid bounded box whose coordinates are in range at the level
+        // of the largest cells passes `check_update`: it can go to some
+        // level (or be too large for all), and only a box out of range
+        // everywhere fails (the range test is monotone in the cell size).
+        // The full checks run for the others, and give the error.
+        let top = self.levels.iter().rev().find(|l| l.usable).map(|l| l.inv);
         for (id, b) in boxes[..n].iter().enumerate() {
             let k = self.slots.as_ref()[id].key;
             if k == NONE {
                 continue;
             }
             seen += 1;
+            if top.is_some_and(|inv| {
+                k != KEY_UNBOUNDED && b.check().is_ok() && Self::in_range(inv, b)
+            }) {
+                continue;
+            }
             self.check_update(k, b)?;
         }
         if seen != self.len {
@@ -284,22 +295,25 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord<B>>, A: Storag
     /// `true` if the box keyed `k` can stay in its grid with box `b`: same
     /// level by size, within two cells per axis and in range there.
     #[inline(always)]
-    pub(super) fn stays(&self, k: u32, b: &B) -> bool {
-        Self::stays_at(&self.levels, k, b)
+    pub(super) fn stays_at(levels: &[Level; LEVELS], k: u32, b: &B) -> bool {
+        Self::stays_local(levels, k, b).is_some()
     }
 
-    /// [`stays`](Self::stays) over the levels alone.
+    /// [`stays_at`](Self::stays_at), and then the cell of `b` in its grid
+    /// (see [`fits_local`](Self::fits_local)).
     #[inline(always)]
-    pub(super) fn stays_at(levels: &[Level; LEVELS], k: u32, b: &B) -> bool {
+    pub(super) fn stays_local(levels: &[Level; LEVELS], k: u32, b: &B) -> Option<u32> {
         if !is_grid_key(k) {
-            return false;
+            return None;
         }
         let i = (k >> LOCAL_BITS) as usize;
         let lv = &levels[i];
         let size = b.longest_edge();
-        size < lv.cell
-            && (size >= lv.lower || Self::size_level_at(levels, size) == Some(i))
-            && Self::fits_at(levels, i, b) == Ok(true)
+        if size < lv.cell && (size >= lv.lower || Self::size_level_at(levels, size) == Some(i)) {
+            Self::fits_local(lv, b)
+        } else {
+            None
+        }
     }
 
     pub(super) fn apply_update(&mut self, id: u32, b: B) {
@@ -307,8 +321,7 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord<B>>, A: Storag
         if is_grid_key(k) {
             let i = (k >> LOCAL_BITS) as usize;
             // Fast path: same level, box still within two cells per axis.
-            if self.stays(k, &b) {
-                let local = Self::local(&self.levels[i], b.min());
+            if let Some(local) = Self::stays_local(&self.levels, k, &b) {
                 self.slots.as_mut()[id as usize].aabb = b;
                 if key(i, local) != k {
                     self.unlink(id);
@@ -461,7 +474,7 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord<B>>, A: Storag
 mod tests {
     use crate::error::{Error, Validate};
     use crate::geom::{Aabb3, Vec3};
-    use crate::hhg::{HhgConfig, HhgRecord, HhgSlot, HierarchicalHashGrid};
+    use crate::hhg::{HhgConfig, HhgRecord, HhgSlot, HierarchicalHashGrid, UpdateStrategy};
     use crate::traits::BroadPhase;
 
     fn cube(x: f32) -> Aabb3 {
@@ -507,6 +520,37 @@ mod tests {
             assert_eq!(g.insert(4, nan), Err(Error::IdOutOfRange { id: 4 }));
             assert_eq!(g.get(1), Some(cube(0.0)));
             g.validate().unwrap();
+        }
+    }
+
+    /// `update_all` accepts boxes in range at the largest cells without the
+    /// stay test, so it must still refuse a box out of every grid's range
+    /// (with nothing moved), and still move a box to another grid.
+    #[test]
+    fn update_all_refuses_out_of_range_and_moves_across_grids() {
+        for small_n in [0, 64] {
+            let mut g = grid(small_n);
+            let boxes = [cube(0.0), cube(5.0), cube(10.0)];
+            for (id, b) in boxes.iter().enumerate() {
+                g.insert(id as u32, *b).unwrap();
+            }
+            let big = Aabb3::new(Vec3::new(0.5, 0.0, 0.0), Vec3::new(40.5, 40.0, 40.0)).unwrap();
+            for far in [cube(1.0e30), cube(-3.0e29), big] {
+                let moved = [cube(0.5), far, cube(10.0)];
+                let r = g.update_all(&moved, UpdateStrategy::Incremental);
+                if far == big {
+                    r.unwrap();
+                    assert_eq!(g.get(1), Some(big));
+                    let mut pairs = 0;
+                    g.for_each_overlap(|_, _| pairs += 1).unwrap();
+                    assert_eq!(pairs, 2);
+                } else {
+                    assert_eq!(r, Err(Error::OutOfRange));
+                    assert_eq!(g.get(0), Some(cube(0.0)));
+                    assert_eq!(g.get(1), Some(cube(5.0)));
+                }
+                g.validate().unwrap();
+            }
         }
     }
 
