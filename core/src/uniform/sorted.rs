@@ -919,15 +919,21 @@ fn sort_unsorted<P: Point>(
     parts: &mut PlanesMut<'_, P>,
     records: &mut [CellRecord<P>],
 ) -> usize {
-    if let Some(d) = DenseBox::new(grid, lo, hi, table.len()) {
-        d.sort(grid, positions, table, parts.ids_mut(), records);
-    } else if !counting_sort(grid, positions, table, stamp, parts.ids_mut(), records) {
-        comparison_sort(grid, positions, parts.ids_mut(), records);
-    }
+    let runs = if let Some(d) = DenseBox::new(grid, lo, hi, table.len()) {
+        Some(d.sort(grid, positions, table, parts.ids_mut(), records))
+    } else {
+        if !counting_sort(grid, positions, table, stamp, parts.ids_mut(), records) {
+            comparison_sort(grid, positions, parts.ids_mut(), records);
+        }
+        None
+    };
     // The sorts scatter ids only; the coordinates are then gathered in
     // sorted order (sequential writes, one read per particle).
     parts.gather_positions(positions);
-    mark_runs(grid, &parts.view(), records)
+    match runs {
+        Some(runs) => runs,
+        None => mark_runs(grid, &parts.view(), records),
+    }
 }
 
 /// Copies `positions` if they are already in cell order, marking the runs
@@ -1075,8 +1081,12 @@ impl DenseBox {
 
     /// Counting sort of `positions` by dense cell through the first `cells`
     /// slots of `table` (left with stamp 0, i.e. empty); on return `ids`
-    /// holds their ids in cell order and `records[i].rank` the sorted
-    /// position of particle `i`.
+    /// holds their ids in cell order, `records[i].rank` the sorted
+    /// position of particle `i` and `records[s].start` the start of run
+    /// `s`; returns the number of runs. The dense numbering is row-major
+    /// (x fastest), the order of [`Point::cell_row_key`], so the runs are
+    /// the occupied cells in dense order, marked while the counts become
+    /// starts (no pass over the sorted particles).
     fn sort<P: Point>(
         &self,
         grid: &Grid<P>,
@@ -1084,7 +1094,7 @@ impl DenseBox {
         table: &mut [TableSlot],
         ids: &mut [u32],
         records: &mut [CellRecord<P>],
-    ) {
+    ) -> usize {
         let counts = &mut table[..self.cells];
         counts.fill(TableSlot::EMPTY);
         for (&p, rec) in positions.iter().zip(records.iter_mut()) {
@@ -1093,8 +1103,16 @@ impl DenseBox {
             rec.rank = d as u32;
         }
         let mut total = 0u32;
+        let mut runs = 0usize;
         for c in counts.iter_mut() {
             let n = c.slot;
+            if n > 0 {
+                // Run `runs` < the particles counted so far + 1 <= len.
+                if let Some(r) = records.get_mut(runs) {
+                    r.start = total;
+                }
+                runs += 1;
+            }
             c.slot = total;
             total += n;
         }
@@ -1105,6 +1123,7 @@ impl DenseBox {
             ids[k as usize] = i as u32;
             rec.rank = k;
         }
+        runs
     }
 }
 
