@@ -215,6 +215,22 @@ fn occupancy<P: Point>(g: &Grid<P>, points: &[P]) -> Result<(usize, usize, usize
     Ok((buckets.len(), cells.len(), colliding))
 }
 
+/// Cells in the bounding box of the occupied cells (saturating).
+fn box_cells<P: Point>(g: &Grid<P>, points: &[P]) -> Result<usize, String> {
+    let mut lo = [i32::MAX; 3];
+    let mut hi = [i32::MIN; 3];
+    for &p in points {
+        let c = g.cell(p).map_err(|e| format!("stored {p:?}: {e:?}"))?;
+        for k in 0..P::DIM {
+            lo[k] = lo[k].min(P::cell_coord(c, k));
+            hi[k] = hi[k].max(P::cell_coord(c, k));
+        }
+    }
+    Ok((0..P::DIM).fold(1usize, |a, k| {
+        a.saturating_mul((i64::from(hi[k]) - i64::from(lo[k]) + 1) as usize)
+    }))
+}
+
 /// The three hashes over one table length and capacity, one model each,
 /// and the grid each must hold (that of its last successful build).
 #[derive(Clone, Debug)]
@@ -631,7 +647,11 @@ impl<P: Point, const K: usize> UniformWorld<P, K> {
         let (cells, colliding) = match &self.grids[0] {
             Some(g) if n > 0 => {
                 let o = occupancy(g, points)?;
-                (o.1, o.2)
+                // The index is direct-mapped (no collisions) when the
+                // table has two slots per cell and the cells' bounding box
+                // fits in it.
+                let direct = self.table_len >= 2 * o.1 && box_cells(g, points)? <= self.table_len;
+                (o.1, if direct { 0 } else { o.2 })
             }
             _ => (0, 0),
         };

@@ -157,9 +157,37 @@ where
     stamp: u32,
     identity: bool,
     /// Blocks of the table index (1 or [`INDEX_BLOCKS`]): a run is
-    /// probed for within the block of its home slot.
+    /// probed for within the block of its home slot; 0 when the index is
+    /// direct-mapped over the cells of `dense`.
     blocks: u32,
+    /// The last build's bounding box of cells, when the table indexes the
+    /// runs direct-mapped over it (`blocks == 0`).
+    dense: DenseIndex,
     _p: PhantomData<P>,
+}
+
+/// A box of cells numbered densely in row-major order (x fastest): the
+/// table's slot of a cell when the index is direct-mapped.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct DenseIndex {
+    lo: [i32; 3],
+    ext: [u32; 3],
+}
+
+impl DenseIndex {
+    /// The dense number of cell `c`, `None` outside the box.
+    #[inline(always)]
+    fn slot<P: Point>(&self, c: P::Cell) -> Option<usize> {
+        let mut d = 0usize;
+        for k in (0..P::DIM.min(3)).rev() {
+            let off = P::cell_coord(c, k).wrapping_sub(self.lo[k]);
+            if off < 0 || off as u32 >= self.ext[k] {
+                return None;
+            }
+            d = d * self.ext[k] as usize + off as usize;
+        }
+        Some(d)
+    }
 }
 
 /// The runs of a build, read-only: the sweeps' and queries' view.
@@ -377,6 +405,10 @@ where
             stamp: 0,
             identity: true,
             blocks: 1,
+            dense: DenseIndex {
+                lo: [0; 3],
+                ext: [0; 3],
+            },
             _p: PhantomData,
         }
     }
@@ -423,8 +455,14 @@ where
     /// Number of occupied cells whose table slot (the one their hash
     /// selects) is also selected by another occupied cell (hash
     /// collisions). `O(cells · cluster)` when the table indexes the cells,
-    /// `O(cells²)` when it is too small to.
+    /// `O(cells²)` when it is too small to; 0 when the index is
+    /// direct-mapped over the input's box of cells (see
+    /// [`finish_build`](Self::finish_build)).
     pub fn colliding_cells(&self) -> usize {
+        if self.blocks == 0 && self.is_indexed() {
+            // Direct-mapped: one slot per cell, no collision.
+            return 0;
+        }
         let v = self.view();
         let table = self.table.as_ref();
         let home = |s: usize| self.grid.bucket(v.cell(s)) as usize;
@@ -507,9 +545,15 @@ where
     }
 
     /// The end of every build: indexes the runs by cell when the table has
-    /// two slots per run (in blocks, filled by `exec`'s workers; see
-    /// [`INDEX_BLOCKS`]), and records the build. The table's contents are
-    /// the same for every executor.
+    /// two slots per run, and records the build. When the input's bounding
+    /// box has no more cells than the table has slots (`dense`), the index
+    /// is direct-mapped: slot `d` of the box's `d`-th cell in row-major
+    /// order, which is the runs' order, so the runs are written in one
+    /// sequential pass, no hashing and no probing (at 10⁶ particles the
+    /// hashed index's random probes of the 16 MB table were a twelfth of
+    /// build + all pairs). Otherwise the runs are hashed (in blocks,
+    /// filled by `exec`'s workers; see [`INDEX_BLOCKS`]). The table's
+    /// contents are the same for every executor.
     fn finish_build<E: crate::exec::Executor>(
         &mut self,
         exec: &E,
@@ -517,12 +561,28 @@ where
         n: usize,
         runs: usize,
         identity: bool,
+        dense: Option<&DenseBox>,
     ) {
         let table = self.table.as_mut();
         let parts = Planes::new(self.particles.as_ref(), n);
         let records = self.records.as_ref();
         self.blocks = 1;
-        if indexes(runs, table.len()) {
+        if let (true, Some(d)) = (indexes(runs, table.len()), dense) {
+            advance_stamp(&mut self.stamp, || table.fill(TableSlot::EMPTY));
+            let stamp = self.stamp;
+            let index = d.index_box();
+            for (s, r) in records.iter().take(runs).enumerate() {
+                let c = grid.cell_unchecked(parts.pos(r.start as usize));
+                if let Some(slot) = index.slot::<P>(c).and_then(|x| table.get_mut(x)) {
+                    *slot = TableSlot {
+                        stamp,
+                        slot: s as u32,
+                    };
+                }
+            }
+            self.blocks = 0;
+            self.dense = index;
+        } else if indexes(runs, table.len()) {
             advance_stamp(&mut self.stamp, || table.fill(TableSlot::EMPTY));
             let stamp = self.stamp;
             let home = |s: usize| {
@@ -576,6 +636,10 @@ where
             return v.bisect(c);
         }
         let table = self.table.as_ref();
+        if self.blocks == 0 {
+            let ts = table.get(self.dense.slot::<P>(c)?)?;
+            return (ts.stamp == self.stamp).then_some(ts.slot as usize);
+        }
         let mut slot = self.grid.bucket(c) as usize;
         // At most half the slots are occupied, so an empty one ends the
         // probe; the bound only guards a corrupted table.
@@ -1054,6 +1118,14 @@ struct DenseBox {
 }
 
 impl DenseBox {
+    /// The same box as a direct-mapped index's numbering.
+    fn index_box(&self) -> DenseIndex {
+        DenseIndex {
+            lo: self.lo,
+            ext: self.ext.map(|e| u32::try_from(e).unwrap_or(0)),
+        }
+    }
+
     fn new<P: Point>(grid: &Grid<P>, lo: P, hi: P, table_len: usize) -> Option<Self> {
         let (cl, ch) = (grid.cell_unchecked(lo), grid.cell_unchecked(hi));
         let mut out = Self {
@@ -1208,7 +1280,15 @@ where
                 false,
             ),
         };
-        self.finish_build(&crate::exec::Serial, grid, n, runs, identity);
+        let dense = DenseBox::new(&grid, lo, hi, self.table.as_ref().len());
+        self.finish_build(
+            &crate::exec::Serial,
+            grid,
+            n,
+            runs,
+            identity,
+            dense.as_ref(),
+        );
         Ok(())
     }
 
@@ -1727,7 +1807,7 @@ where
             }
         }
         ensure(
-            self.blocks == 1
+            self.blocks <= 1
                 || (self.blocks as usize == INDEX_BLOCKS
                     && table.len() >= INDEX_BLOCKS * MIN_INDEX_BLOCK),
             W,

@@ -114,7 +114,8 @@ where
                 (runs, false)
             }
         };
-        self.finish_build(exec, grid, n, runs, identity);
+        let dense = DenseBox::new(&grid, lo, hi, self.table.as_ref().len());
+        self.finish_build(exec, grid, n, runs, identity, dense.as_ref());
         Ok(())
     }
 
