@@ -190,7 +190,7 @@ impl Split {
     /// The default of [`KdConfig::DEFAULT`]: cuts that divide the cells'
     /// volume by more than 8. On the settling spheres at 10⁶ (one core) it
     /// makes 2.05 records per box instead of the paper's 5.95 and takes the
-    /// exact step from about 475 to 265 ms: the boxes the paper's rule cuts
+    /// exact step from about 480 to 275 ms: the boxes the paper's rule cuts
     /// for a small gain cost more records than the candidates they save.
     /// The pairs are the same with every rule.
     pub const DEFAULT: Self = Self::Volume { min_gain_log2: 3 };
