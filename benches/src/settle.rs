@@ -28,7 +28,7 @@
 
 use core::f64::consts::PI;
 
-use spatium::kdtree::{Candidates, KdConfig, KdRecord, LinearKdTree};
+use spatium::kdtree::{Candidates, KdConfig, KdRecord, LinearKdTree, Split};
 use spatium::{Aabb3, Vec3};
 use spatium_host::rng::Rng;
 
@@ -153,11 +153,13 @@ impl Settle {
         let boxes = sphere_boxes(&pos);
         // Room for every box split 8 ways: the scene's pairs never depend on
         // how many boxes the buffers let the tree split.
+        // The paper's splitting rule: few raw candidates, which the raw
+        // pair source sweeps.
         let cap = 8 * n.max(1);
         let tree = LinearKdTree::new(
             vec![KdRecord::EMPTY; cap],
             vec![KdRecord::EMPTY; cap],
-            KdConfig::DEFAULT,
+            KdConfig::DEFAULT.with_split(Split::PAPER).expect("split"),
         );
         Self {
             vel: vec![Vec3::ZERO; n],

@@ -13,8 +13,10 @@
 //! report's scene), run to step `from` (default 40); then, for each of the
 //! next `steps` steps (default 11), one tree (buffers of 8 records per box,
 //! kept across steps) is built on the step's boxes and swept for exact
-//! pairs. Prints the medians over those steps of the build, the sweep and
-//! their sum (thread CPU time).
+//! pairs. Prints the medians over those steps of the build (and its
+//! phases), the sweep and their sum (thread CPU time). `KD_SNAP=path`
+//! keeps the steps' boxes in a file (read when present), `KD_RAW=1` also
+//! counts the last step's raw candidates.
 
 use spatium::Inspect;
 use spatium::kdtree::{BuildPhase, Candidates, KdConfig, KdRecord, LinearKdTree, LocCode, Split};
@@ -87,21 +89,78 @@ fn run<K: LocCode>(boxes: &[Aabb3], config: KdConfig<Aabb3>) {
     println!("median build {:.1} ms CPU", median(&builds));
 }
 
-fn settle_run<K: LocCode>(n: usize, config: KdConfig<Aabb3>, from: usize, steps: usize) {
+/// The boxes of the settling scene's steps `from + 1 ..= from + steps`.
+/// With `KD_SNAP=path`, they are read from `path` when it exists (and
+/// written there otherwise), so that repeated probes skip the simulation.
+fn settle_snaps(n: usize, from: usize, steps: usize) -> Vec<Vec<Aabb3>> {
+    let snap = std::env::var_os("KD_SNAP").map(|p| {
+        let mut p = std::path::PathBuf::from(p);
+        p.as_mut_os_string().push(format!("-{n}-{from}-{steps}"));
+        p
+    });
+    if let Some(bytes) = snap.as_ref().and_then(|p| std::fs::read(p).ok())
+        && bytes.len() == n * steps * 24
+    {
+        let f = |i: usize| f32::from_le_bytes(bytes[4 * i..4 * i + 4].try_into().expect("4"));
+        return (0..steps)
+            .map(|s| {
+                (0..n)
+                    .map(|b| {
+                        let o = 6 * (s * n + b);
+                        Aabb3::new(
+                            Vec3::new(f(o), f(o + 1), f(o + 2)),
+                            Vec3::new(f(o + 3), f(o + 4), f(o + 5)),
+                        )
+                        .expect("finite")
+                    })
+                    .collect()
+            })
+            .collect();
+    }
     let mut sim = spatium_benches::settle::Settle::paper(n)
         .with_pair_source(spatium_benches::settle::PairSource::RawDedup);
     sim.advance_to(from);
+    let mut out = Vec::new();
+    for _ in 0..steps {
+        sim.step();
+        out.push(sim.boxes().to_vec());
+    }
+    if let Some(p) = snap {
+        let mut bytes = Vec::with_capacity(n * steps * 24);
+        for b in out.iter().flatten() {
+            for v in [b.min.x, b.min.y, b.min.z, b.max.x, b.max.y, b.max.z] {
+                bytes.extend_from_slice(&v.to_le_bytes());
+            }
+        }
+        std::fs::write(&p, bytes).expect("snapshot");
+    }
+    out
+}
+
+fn settle_run<K: LocCode>(n: usize, config: KdConfig<Aabb3>, from: usize, steps: usize) {
+    let snaps = settle_snaps(n, from, steps);
     let mut t = LinearKdTree::<Aabb3, K, _>::new(
         vec![KdRecord::<K>::EMPTY; 8 * n],
         vec![KdRecord::<K>::EMPTY; 8 * n],
         config,
     );
     let (mut builds, mut sweeps, mut totals) = (Vec::new(), Vec::new(), Vec::new());
+    let mut phases = [Vec::new(), Vec::new(), Vec::new()];
     let mut pairs = 0u64;
-    for _ in 0..steps {
-        sim.step();
-        let boxes = sim.boxes();
-        let ((), built) = time(|| t.build(boxes).expect("build"));
+    for boxes in &snaps {
+        let clock = Stopwatch::start();
+        let mut marks = [0f64; 3];
+        let ((), built) = time(|| {
+            t.build_observed(boxes, |p| {
+                let e = clock.elapsed().cpu_ms();
+                match p {
+                    BuildPhase::Validated => marks[0] = e,
+                    BuildPhase::Coded => marks[1] = e,
+                    BuildPhase::Sorted => marks[2] = e,
+                }
+            })
+            .expect("build")
+        });
         let (p, swept) = time(|| {
             let mut p = 0u64;
             t.for_each_candidate_pair(boxes, Candidates::Exact, |_, _| p += 1)
@@ -109,19 +168,30 @@ fn settle_run<K: LocCode>(n: usize, config: KdConfig<Aabb3>, from: usize, steps:
             p
         });
         pairs = p;
+        phases[0].push(marks[0]);
+        phases[1].push(marks[1] - marks[0]);
+        phases[2].push(marks[2] - marks[1]);
         builds.push(built.cpu_ms());
         sweeps.push(swept.cpu_ms());
         totals.push(built.cpu_ms() + swept.cpu_ms());
     }
     let s = t.stats();
+    let raw = if std::env::var_os("KD_RAW").is_some() {
+        t.count_raw()
+    } else {
+        0
+    };
     println!(
-        "settle N={n} K=u{} steps {}..{} bits {} records {:.2}/elem: build {:.1} ms, exact sweep {:.1} ms, total {:.1} ms = {:.0} ns/elem ({pairs} pairs, buffers {:.1} B/elem at cap = records)",
+        "settle N={n} K=u{} steps {}..{} bits {} records {:.2}/elem: build {:.1} ms (validate {:.1}, codes {:.1}, sort+copies {:.1}), exact sweep {:.1} ms, total {:.1} ms = {:.0} ns/elem ({pairs} pairs, raw {raw}, buffers {:.1} B/elem at cap = records)",
         K::BITS,
         from + 1,
         from + steps,
         s.bits_per_axis,
         s.records as f64 / n as f64,
         median(&builds),
+        median(&phases[0]),
+        median(&phases[1]),
+        median(&phases[2]),
         median(&sweeps),
         median(&totals),
         median(&totals) * 1e6 / n as f64,
@@ -141,7 +211,7 @@ fn main() {
             Some(g) => Split::Volume {
                 min_gain_log2: g.parse().unwrap_or(0),
             },
-            None => Split::Volume { min_gain_log2: 0 },
+            None => Split::DEFAULT,
         };
         let from = args.get(5).and_then(|s| s.parse().ok()).unwrap_or(40);
         let steps = args.get(6).and_then(|s| s.parse().ok()).unwrap_or(11);
@@ -163,7 +233,7 @@ fn main() {
         Some(g) => Split::Volume {
             min_gain_log2: g.parse().unwrap_or(0),
         },
-        None => Split::Volume { min_gain_log2: 0 },
+        None => Split::DEFAULT,
     };
     let bits: u8 = args.get(5).and_then(|s| s.parse().ok()).unwrap_or(0);
     let mut boxes = spheres(n, d, 7);

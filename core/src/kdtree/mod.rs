@@ -13,7 +13,9 @@
 //!    [`LocCode`]).
 //! 3. **Splitting** (§4): a box is cut at most once per axis, along the first
 //!    cutting plane each piece crosses, where that lowers the total volume of
-//!    the enclosing cells ([`Split`]). Up to 8 records per box.
+//!    the enclosing cells by more than a factor 2³ by default
+//!    ([`Split::DEFAULT`]; the paper's rule, any reduction, is
+//!    [`Split::PAPER`]). Up to 8 records per box.
 //! 4. **Sort** (§5.4): records in prefix order: a node before the nodes below
 //!    it. LSD radix sort over a scratch buffer (sort key: the path, then the
 //!    node depth in just enough bits), or `sort_unstable`
@@ -181,6 +183,19 @@ pub enum Split {
     },
 }
 
+impl Split {
+    /// The paper's rule: any reduction of the cells' volume (§4).
+    pub const PAPER: Self = Self::Volume { min_gain_log2: 0 };
+
+    /// The default of [`KdConfig::DEFAULT`]: cuts that divide the cells'
+    /// volume by more than 8. On the settling spheres at 10⁶ (one core) it
+    /// makes 2.05 records per box instead of the paper's 5.95 and takes the
+    /// exact step from about 480 to 275 ms: the boxes the paper's rule cuts
+    /// for a small gain cost more records than the candidates they save.
+    /// The pairs are the same with every rule.
+    pub const DEFAULT: Self = Self::Volume { min_gain_log2: 3 };
+}
+
 /// How records are sorted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -204,10 +219,11 @@ pub struct KdConfig<B> {
 }
 
 impl<B: BoundingBox> KdConfig<B> {
-    /// Volume splitting with the paper's rule, kd-tree cells, root and bits
-    /// from the scene, radix sort, no temporal reuse.
+    /// Volume splitting with a gain of 2³ ([`Split::DEFAULT`]; the paper's
+    /// rule is [`Split::PAPER`]), kd-tree cells, root and bits from the
+    /// scene, radix sort, no temporal reuse.
     pub const DEFAULT: Self = Self {
-        split: Split::Volume { min_gain_log2: 0 },
+        split: Split::DEFAULT,
         octree: false,
         bits: 0,
         root: None,
@@ -1335,5 +1351,66 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> crate::inspect::Inspec
     /// What the last build did.
     fn stats(&self) -> KdStats {
         self.stats
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::geom::{Aabb3, Vec3};
+    use crate::inspect::Inspect;
+
+    /// Every splitting rule gives brute force's pairs, each once; the
+    /// default makes fewer records than the paper's rule and more than no
+    /// split on boxes that straddle many cuts.
+    #[test]
+    fn split_rules_give_the_same_pairs() {
+        let mut st = 0x2545_F491_4F6C_DD1Du64;
+        let mut boxes = [Aabb3::NAN; 96];
+        for b in boxes.iter_mut() {
+            let mut v = [0f32; 3];
+            for x in v.iter_mut() {
+                st ^= st << 13;
+                st ^= st >> 7;
+                st ^= st << 17;
+                *x = (st % 10_000) as f32 / 1000.0;
+            }
+            *b = Aabb3::new(
+                Vec3::new(v[0], v[1], v[2]),
+                Vec3::new(v[0] + 1.3, v[1] + 1.3, v[2] + 1.3),
+            )
+            .unwrap();
+        }
+        let mut records = [0usize; 3];
+        for (rule, split) in [Split::PAPER, Split::DEFAULT, Split::None]
+            .into_iter()
+            .enumerate()
+        {
+            let mut tree = LinearKdTree::<Aabb3, u64, _>::new(
+                [KdRecord::EMPTY; 768],
+                [KdRecord::EMPTY; 768],
+                KdConfig::DEFAULT.with_split(split).unwrap(),
+            );
+            tree.build(&boxes).unwrap();
+            tree.validate_against(&boxes).unwrap();
+            records[rule] = tree.stats().records;
+            let mut got = [[false; 96]; 96];
+            tree.for_each_candidate_pair(&boxes, Candidates::Exact, |a, b| {
+                let (a, b) = (a.min(b) as usize, a.max(b) as usize);
+                assert!(!got[a][b], "{split:?}: ({a}, {b}) twice");
+                got[a][b] = true;
+            })
+            .unwrap();
+            for a in 0..96 {
+                for b in a + 1..96 {
+                    assert_eq!(got[a][b], boxes[a].overlaps(&boxes[b]), "{split:?}");
+                }
+            }
+        }
+        assert_eq!(KdConfig::<Aabb3>::DEFAULT.split(), Split::DEFAULT);
+        assert!(
+            records[0] > records[1] && records[1] > records[2],
+            "{records:?}"
+        );
     }
 }
