@@ -456,8 +456,8 @@ where
     /// selects) is also selected by another occupied cell (hash
     /// collisions). `O(cells · cluster)` when the table indexes the cells,
     /// `O(cells²)` when it is too small to; 0 when the index is
-    /// direct-mapped over the input's box of cells (see
-    /// [`finish_build`](Self::finish_build)).
+    /// direct-mapped over the input's box of cells (the input's bounding
+    /// box has no more cells than the table has slots).
     pub fn colliding_cells(&self) -> usize {
         if self.blocks == 0 && self.is_indexed() {
             // Direct-mapped: one slot per cell, no collision.
