@@ -162,32 +162,8 @@ where
     blocks: u32,
     /// The last build's bounding box of cells, when the table indexes the
     /// runs direct-mapped over it (`blocks == 0`).
-    dense: DenseIndex,
+    dense: DenseBox,
     _p: PhantomData<P>,
-}
-
-/// A box of cells numbered densely in row-major order (x fastest): the
-/// table's slot of a cell when the index is direct-mapped.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct DenseIndex {
-    lo: [i32; 3],
-    ext: [u32; 3],
-}
-
-impl DenseIndex {
-    /// The dense number of cell `c`, `None` outside the box.
-    #[inline(always)]
-    fn slot<P: Point>(&self, c: P::Cell) -> Option<usize> {
-        let mut d = 0usize;
-        for k in (0..P::DIM.min(3)).rev() {
-            let off = P::cell_coord(c, k).wrapping_sub(self.lo[k]);
-            if off < 0 || off as u32 >= self.ext[k] {
-                return None;
-            }
-            d = d * self.ext[k] as usize + off as usize;
-        }
-        Some(d)
-    }
 }
 
 /// The runs of a build, read-only: the sweeps' and queries' view.
@@ -405,10 +381,7 @@ where
             stamp: 0,
             identity: true,
             blocks: 1,
-            dense: DenseIndex {
-                lo: [0; 3],
-                ext: [0; 3],
-            },
+            dense: DenseBox::EMPTY,
             _p: PhantomData,
         }
     }
@@ -567,13 +540,14 @@ where
         let parts = Planes::new(self.particles.as_ref(), n);
         let records = self.records.as_ref();
         self.blocks = 1;
-        if let (true, Some(d)) = (indexes(runs, table.len()), dense) {
+        if !indexes(runs, table.len()) {
+            // Point queries bisect the runs.
+        } else if let Some(d) = dense {
             advance_stamp(&mut self.stamp, || table.fill(TableSlot::EMPTY));
             let stamp = self.stamp;
-            let index = d.index_box();
             for (s, r) in records.iter().take(runs).enumerate() {
                 let c = grid.cell_unchecked(parts.pos(r.start as usize));
-                if let Some(slot) = index.slot::<P>(c).and_then(|x| table.get_mut(x)) {
+                if let Some(slot) = d.slot::<P>(c).and_then(|x| table.get_mut(x)) {
                     *slot = TableSlot {
                         stamp,
                         slot: s as u32,
@@ -581,8 +555,8 @@ where
                 }
             }
             self.blocks = 0;
-            self.dense = index;
-        } else if indexes(runs, table.len()) {
+            self.dense = *d;
+        } else {
             advance_stamp(&mut self.stamp, || table.fill(TableSlot::EMPTY));
             let stamp = self.stamp;
             let home = |s: usize| {
@@ -1111,20 +1085,24 @@ fn counting_sort<P: Point>(
 /// order, when there are no more of them than table slots: the table then
 /// serves as a direct-mapped count array (no hashing, no probing, no sort of
 /// the cells), the common case of a fluid filling its box.
+///
+/// The same numbering is the direct-mapped run index of the build (see
+/// `finish_build`), so the box is kept with the structure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct DenseBox {
     lo: [i32; 3],
-    ext: [usize; 3],
+    /// Cells per axis (at most the table's length, so a `u32`).
+    ext: [u32; 3],
     cells: usize,
 }
 
 impl DenseBox {
-    /// The same box as a direct-mapped index's numbering.
-    fn index_box(&self) -> DenseIndex {
-        DenseIndex {
-            lo: self.lo,
-            ext: self.ext.map(|e| u32::try_from(e).unwrap_or(0)),
-        }
-    }
+    /// The box of no cell (every [`slot`](Self::slot) is `None`).
+    const EMPTY: Self = Self {
+        lo: [0; 3],
+        ext: [0; 3],
+        cells: 0,
+    };
 
     fn new<P: Point>(grid: &Grid<P>, lo: P, hi: P, table_len: usize) -> Option<Self> {
         let (cl, ch) = (grid.cell_unchecked(lo), grid.cell_unchecked(hi));
@@ -1135,8 +1113,8 @@ impl DenseBox {
         };
         for k in 0..P::DIM.min(3) {
             out.lo[k] = P::cell_coord(cl, k);
-            out.ext[k] = (P::cell_coord(ch, k) - out.lo[k]) as usize + 1;
-            out.cells = out.cells.checked_mul(out.ext[k])?;
+            out.ext[k] = u32::try_from(P::cell_coord(ch, k) - out.lo[k] + 1).ok()?;
+            out.cells = out.cells.checked_mul(out.ext[k] as usize)?;
         }
         (out.cells <= table_len).then_some(out)
     }
@@ -1146,9 +1124,20 @@ impl DenseBox {
     fn index<P: Point>(&self, c: P::Cell) -> usize {
         let mut d = 0usize;
         for k in (0..P::DIM.min(3)).rev() {
-            d = d * self.ext[k] + (P::cell_coord(c, k) - self.lo[k]) as usize;
+            d = d * self.ext[k] as usize + (P::cell_coord(c, k) - self.lo[k]) as usize;
         }
         d
+    }
+
+    /// [`index`](Self::index) of any cell: `None` outside the box.
+    #[inline(always)]
+    fn slot<P: Point>(&self, c: P::Cell) -> Option<usize> {
+        (0..P::DIM.min(3))
+            .all(|k| {
+                let off = P::cell_coord(c, k).wrapping_sub(self.lo[k]);
+                off >= 0 && (off as u32) < self.ext[k]
+            })
+            .then(|| self.index::<P>(c))
     }
 
     /// Counting sort of `positions` by dense cell through the first `cells`
