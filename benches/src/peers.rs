@@ -29,8 +29,9 @@ use rstar::RTree;
 use rstar::primitives::GeomWithData;
 use spatium::{Error, NeighborSearch, Point, Vec3};
 
-/// Checks shared by the adapters' builds, made before anything changes.
-fn check_build(positions: &[Vec3], radius: f32) -> Result<(), Error> {
+/// The checks of a peer adapter's build, made before anything changes
+/// (also [`crate::sph_scene::SplashsurfSearch`]'s).
+pub(crate) fn check_build(positions: &[Vec3], radius: f32) -> Result<(), Error> {
     if !(radius.is_finite() && radius > 0.0 && (radius * radius).is_normal()) {
         return Err(Error::InvalidRadius);
     }
@@ -80,45 +81,115 @@ fn lists_by_query(
     Ok(cursor)
 }
 
-/// kiddo's `ImmutableKdTree` (sequential build, no `multi-threaded`
-/// feature) as a [`NeighborSearch`].
+/// What an adapter needs from a peer's tree: a build from the positions
+/// and a within-radius query. [`PeerSearch`] turns it into a
+/// [`NeighborSearch`].
+pub trait PeerTree: Default {
+    /// Builds the tree over `positions` (checked finite, at most `u32::MAX`).
+    ///
+    /// # Errors
+    /// What the peer refuses, as a spatium error.
+    fn build(&mut self, positions: &[Vec3]) -> Result<(), Error>;
+
+    /// Calls `f(j, d²)` for every particle `j` with `d² < r2` from `p`.
+    fn query(&self, p: Vec3, r2: f32, f: impl FnMut(u32, f32));
+}
+
+/// A peer's tree with the positions and radius of its last build, as a
+/// [`NeighborSearch`]: every query goes through [`PeerTree::query`].
 #[derive(Default)]
-pub struct KiddoSearch {
-    tree: Option<ImmutableKdTree<f32, 3>>,
+pub struct PeerSearch<T> {
+    tree: T,
     positions: Vec<Vec3>,
     radius: f32,
 }
 
-impl fmt::Debug for KiddoSearch {
+impl<T> fmt::Debug for PeerSearch<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("KiddoSearch")
+        f.debug_struct("PeerSearch")
+            .field("tree", &core::any::type_name::<T>())
             .field("len", &self.positions.len())
             .field("radius", &self.radius)
             .finish_non_exhaustive()
     }
 }
 
-impl KiddoSearch {
-    /// Calls `f(j, d²)` for every stored particle `j` with `d² < r²` from
-    /// `p` (kiddo's `within` with exclusive boundaries, unsorted).
-    fn query(&self, p: Vec3, mut f: impl FnMut(u32, f32)) {
-        if let Some(tree) = &self.tree {
-            tree.query(&p.to_array())
-                .within::<SquaredEuclidean<f32>>(self.radius * self.radius)
-                .unsorted()
-                .exclusive_boundaries()
-                .visit(|it| f(it.item, it.distance));
-        }
+impl<T: PeerTree> PeerSearch<T> {
+    fn query(&self, p: Vec3, f: impl FnMut(u32, f32)) {
+        self.tree.query(p, self.radius * self.radius, f);
     }
 }
 
-impl NeighborSearch<Vec3> for KiddoSearch {
+impl<T: PeerTree> NeighborSearch<Vec3> for PeerSearch<T> {
     fn build(&mut self, positions: &[Vec3], radius: f32) -> Result<(), Error> {
         check_build(positions, radius)?;
+        self.tree.build(positions)?;
         self.positions.clear();
         self.positions.extend_from_slice(positions);
         self.radius = radius;
-        self.tree = if positions.is_empty() {
+        Ok(())
+    }
+
+    fn len(&self) -> usize {
+        self.positions.len()
+    }
+
+    fn radius(&self) -> f32 {
+        self.radius
+    }
+
+    fn position(&self, id: u32) -> Option<Vec3> {
+        self.positions.get(id as usize).copied()
+    }
+
+    fn for_each_neighbor<F: FnMut(u32, f32)>(&self, id: u32, mut f: F) -> Result<(), Error> {
+        let p = self.position(id).ok_or(Error::UnknownId { id })?;
+        self.query(p, |j, d2| {
+            if j != id {
+                f(j, d2);
+            }
+        });
+        Ok(())
+    }
+
+    fn for_each_within<F: FnMut(u32, f32)>(&self, point: Vec3, f: F) -> Result<(), Error> {
+        if !point.is_finite() {
+            return Err(Error::NonFinite);
+        }
+        self.query(point, f);
+        Ok(())
+    }
+
+    fn for_each_pair<F: FnMut(u32, u32, f32)>(&self, mut f: F) {
+        for (i, &p) in self.positions.iter().enumerate() {
+            let i = i as u32;
+            self.query(p, |j, d2| {
+                if j > i {
+                    f(i, j, d2);
+                }
+            });
+        }
+    }
+
+    fn neighbor_lists(&self, offsets: &mut [u32], indices: &mut [u32]) -> Result<usize, Error> {
+        lists_by_query(self.positions.len(), offsets, indices, |i, push| {
+            self.query(self.positions[i], |j, _| {
+                if j as usize != i {
+                    push(j);
+                }
+            });
+        })
+    }
+}
+
+/// kiddo's `ImmutableKdTree` (sequential build, no `multi-threaded`
+/// feature): `within` with exclusive boundaries, unsorted.
+#[derive(Default)]
+pub struct KiddoTree(Option<ImmutableKdTree<f32, 3>>);
+
+impl PeerTree for KiddoTree {
+    fn build(&mut self, positions: &[Vec3]) -> Result<(), Error> {
+        self.0 = if positions.is_empty() {
             None
         } else {
             let arrays: &[[f32; 3]] = bytemuck::cast_slice(positions);
@@ -131,82 +202,35 @@ impl NeighborSearch<Vec3> for KiddoSearch {
         Ok(())
     }
 
-    fn len(&self) -> usize {
-        self.positions.len()
-    }
-
-    fn radius(&self) -> f32 {
-        self.radius
-    }
-
-    fn position(&self, id: u32) -> Option<Vec3> {
-        self.positions.get(id as usize).copied()
-    }
-
-    fn for_each_neighbor<F: FnMut(u32, f32)>(&self, id: u32, mut f: F) -> Result<(), Error> {
-        let p = self.position(id).ok_or(Error::UnknownId { id })?;
-        self.query(p, |j, d2| {
-            if j != id {
-                f(j, d2);
-            }
-        });
-        Ok(())
-    }
-
-    fn for_each_within<F: FnMut(u32, f32)>(&self, point: Vec3, f: F) -> Result<(), Error> {
-        if !point.is_finite() {
-            return Err(Error::NonFinite);
+    fn query(&self, p: Vec3, r2: f32, mut f: impl FnMut(u32, f32)) {
+        if let Some(tree) = &self.0 {
+            tree.query(&p.to_array())
+                .within::<SquaredEuclidean<f32>>(r2)
+                .unsorted()
+                .exclusive_boundaries()
+                .visit(|it| f(it.item, it.distance));
         }
-        self.query(point, f);
-        Ok(())
-    }
-
-    fn for_each_pair<F: FnMut(u32, u32, f32)>(&self, mut f: F) {
-        for (i, &p) in self.positions.iter().enumerate() {
-            let i = i as u32;
-            self.query(p, |j, d2| {
-                if j > i {
-                    f(i, j, d2);
-                }
-            });
-        }
-    }
-
-    fn neighbor_lists(&self, offsets: &mut [u32], indices: &mut [u32]) -> Result<usize, Error> {
-        lists_by_query(self.positions.len(), offsets, indices, |i, push| {
-            self.query(self.positions[i], |j, _| {
-                if j as usize != i {
-                    push(j);
-                }
-            });
-        })
     }
 }
 
-/// rstar's `RTree` of points (bulk load) as a [`NeighborSearch`].
+/// rstar's `RTree` of points (bulk load): `locate_within_distance`, which
+/// keeps `d² ≤ r²`, then the trait's strict test on the recomputed `d²`.
 #[derive(Default)]
-pub struct RstarSearch {
-    tree: RTree<GeomWithData<[f32; 3], u32>>,
-    positions: Vec<Vec3>,
-    radius: f32,
-}
+pub struct RstarTree(RTree<GeomWithData<[f32; 3], u32>>);
 
-impl fmt::Debug for RstarSearch {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RstarSearch")
-            .field("len", &self.positions.len())
-            .field("radius", &self.radius)
-            .finish_non_exhaustive()
+impl PeerTree for RstarTree {
+    fn build(&mut self, positions: &[Vec3]) -> Result<(), Error> {
+        let items = positions
+            .iter()
+            .enumerate()
+            .map(|(i, p)| GeomWithData::new(p.to_array(), i as u32))
+            .collect();
+        self.0 = RTree::bulk_load(items);
+        Ok(())
     }
-}
 
-impl RstarSearch {
-    /// Calls `f(j, d²)` for every stored particle `j` with `d² < r²` from
-    /// `p` (rstar's `locate_within_distance`, which keeps `d² ≤ r²`, then
-    /// the trait's strict test on the recomputed `d²`).
-    fn query(&self, p: Vec3, mut f: impl FnMut(u32, f32)) {
-        let r2 = self.radius * self.radius;
-        for g in self.tree.locate_within_distance(p.to_array(), r2) {
+    fn query(&self, p: Vec3, r2: f32, mut f: impl FnMut(u32, f32)) {
+        for g in self.0.locate_within_distance(p.to_array(), r2) {
             let d2 = p.distance_squared(Vec3::from(*g.geom()));
             if d2 < r2 {
                 f(g.data, d2);
@@ -215,72 +239,11 @@ impl RstarSearch {
     }
 }
 
-impl NeighborSearch<Vec3> for RstarSearch {
-    fn build(&mut self, positions: &[Vec3], radius: f32) -> Result<(), Error> {
-        check_build(positions, radius)?;
-        self.positions.clear();
-        self.positions.extend_from_slice(positions);
-        self.radius = radius;
-        let items = positions
-            .iter()
-            .enumerate()
-            .map(|(i, p)| GeomWithData::new(p.to_array(), i as u32))
-            .collect();
-        self.tree = RTree::bulk_load(items);
-        Ok(())
-    }
+/// kiddo behind [`NeighborSearch`].
+pub type KiddoSearch = PeerSearch<KiddoTree>;
 
-    fn len(&self) -> usize {
-        self.positions.len()
-    }
-
-    fn radius(&self) -> f32 {
-        self.radius
-    }
-
-    fn position(&self, id: u32) -> Option<Vec3> {
-        self.positions.get(id as usize).copied()
-    }
-
-    fn for_each_neighbor<F: FnMut(u32, f32)>(&self, id: u32, mut f: F) -> Result<(), Error> {
-        let p = self.position(id).ok_or(Error::UnknownId { id })?;
-        self.query(p, |j, d2| {
-            if j != id {
-                f(j, d2);
-            }
-        });
-        Ok(())
-    }
-
-    fn for_each_within<F: FnMut(u32, f32)>(&self, point: Vec3, f: F) -> Result<(), Error> {
-        if !point.is_finite() {
-            return Err(Error::NonFinite);
-        }
-        self.query(point, f);
-        Ok(())
-    }
-
-    fn for_each_pair<F: FnMut(u32, u32, f32)>(&self, mut f: F) {
-        for (i, &p) in self.positions.iter().enumerate() {
-            let i = i as u32;
-            self.query(p, |j, d2| {
-                if j > i {
-                    f(i, j, d2);
-                }
-            });
-        }
-    }
-
-    fn neighbor_lists(&self, offsets: &mut [u32], indices: &mut [u32]) -> Result<usize, Error> {
-        lists_by_query(self.positions.len(), offsets, indices, |i, push| {
-            self.query(self.positions[i], |j, _| {
-                if j as usize != i {
-                    push(j);
-                }
-            });
-        })
-    }
-}
+/// rstar behind [`NeighborSearch`].
+pub type RstarSearch = PeerSearch<RstarTree>;
 
 #[cfg(test)]
 mod tests {

@@ -303,35 +303,31 @@ fn count_pairs<N: NeighborSearch<Vec3>>(s: &N) -> u64 {
 /// `neighbor_lists` into buffers sized on the first run (the sizing call is
 /// not repeated once the buffers are large enough).
 fn spatium_csr<N: NeighborSearch<Vec3>>(s: &N, csr: &mut Csr) -> u64 {
-    let n = s.len();
-    if csr.offsets.len() < n + 1 {
-        csr.offsets.resize(n + 1, 0);
-    }
-    match s.neighbor_lists(&mut csr.offsets, &mut csr.indices) {
-        Ok(w) => w as u64,
-        Err(spatium::Error::BufferTooSmall { needed, .. }) => {
-            csr.indices.resize(needed, 0);
-            s.neighbor_lists(&mut csr.offsets, &mut csr.indices)
-                .expect("sized buffers") as u64
-        }
-        Err(e) => panic!("neighbor_lists: {e}"),
-    }
+    sized_csr(s.len(), csr, |o, i| s.neighbor_lists(o, i))
 }
 
 /// `spatial_neighbor_lists` into buffers sized as [`spatium_csr`]'s.
 fn spatial_csr<N: NeighborSearch<Vec3>>(s: &N, csr: &mut Csr) -> u64 {
-    let n = s.len();
+    sized_csr(s.len(), csr, |o, i| s.spatial_neighbor_lists(o, i))
+}
+
+/// Runs a CSR writer for `n` particles into `csr`, growing `indices` to
+/// the exact size it reports the first time it is too short.
+fn sized_csr(
+    n: usize,
+    csr: &mut Csr,
+    mut lists: impl FnMut(&mut [u32], &mut [u32]) -> Result<usize, spatium::Error>,
+) -> u64 {
     if csr.offsets.len() < n + 1 {
         csr.offsets.resize(n + 1, 0);
     }
-    match s.spatial_neighbor_lists(&mut csr.offsets, &mut csr.indices) {
+    match lists(&mut csr.offsets, &mut csr.indices) {
         Ok(w) => w as u64,
         Err(spatium::Error::BufferTooSmall { needed, .. }) => {
             csr.indices.resize(needed, 0);
-            s.spatial_neighbor_lists(&mut csr.offsets, &mut csr.indices)
-                .expect("sized buffers") as u64
+            lists(&mut csr.offsets, &mut csr.indices).expect("sized buffers") as u64
         }
-        Err(e) => panic!("spatial_neighbor_lists: {e}"),
+        Err(e) => panic!("CSR lists: {e}"),
     }
 }
 

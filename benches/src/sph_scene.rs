@@ -513,17 +513,7 @@ impl SplashsurfSearch {
 impl NeighborSearch<Vec3> for SplashsurfSearch {
     fn build(&mut self, positions: &[Vec3], radius: f32) -> Result<(), Error> {
         // The checks come first so that a refused build changes nothing.
-        if !(radius.is_finite() && radius > 0.0 && (radius * radius).is_normal()) {
-            return Err(Error::InvalidRadius);
-        }
-        if positions.iter().any(|p| !p.is_finite()) {
-            return Err(Error::NonFinite);
-        }
-        if u32::try_from(positions.len()).is_err() {
-            return Err(Error::CapacityExceeded {
-                capacity: u32::MAX as usize,
-            });
-        }
+        crate::peers::check_build(positions, radius)?;
         self.positions.clear();
         self.positions.extend_from_slice(positions);
         self.vectors.clear();

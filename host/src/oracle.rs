@@ -38,27 +38,7 @@ pub fn within<P: Point, N: NeighborSearch<P>>(s: &N, p: P) -> Vec<u32> {
 
 /// Neighbour lists through [`NeighborSearch::neighbor_lists`], each sorted.
 pub fn csr_lists<P: Point, N: NeighborSearch<P>>(s: &N) -> Vec<Vec<u32>> {
-    let n = s.len();
-    let mut offsets = vec![0u32; n + 1];
-    let mut indices = Vec::new();
-    let needed = match s.neighbor_lists(&mut offsets, &mut indices) {
-        Ok(w) => w,
-        Err(spatium::Error::BufferTooSmall { needed, .. }) => needed,
-        Err(e) => panic!("unexpected {e}"),
-    };
-    indices = vec![u32::MAX; needed];
-    let written = s
-        .neighbor_lists(&mut offsets, &mut indices)
-        .expect("sized buffers");
-    assert_eq!(written, needed);
-    assert_eq!(offsets[n] as usize, written);
-    (0..n)
-        .map(|i| {
-            let mut l = indices[offsets[i] as usize..offsets[i + 1] as usize].to_vec();
-            l.sort_unstable();
-            l
-        })
-        .collect()
+    sized_rows(s.len(), |o, i| s.neighbor_lists(o, i))
 }
 
 /// [`NeighborSearch::spatial_neighbor_lists`] turned back into lists by
@@ -68,14 +48,10 @@ pub fn spatial_csr_lists<P: Point, N: NeighborSearch<P>>(s: &N) -> Vec<Vec<u32>>
     let n = s.len();
     let mut order = vec![0u32; n];
     s.spatial_order(&mut order).expect("sized order");
-    let mut offsets = vec![0u32; n + 1];
-    let mut indices = Vec::new();
-    let needed = match s.spatial_neighbor_lists(&mut offsets, &mut indices) {
-        Ok(w) => w,
-        Err(spatium::Error::BufferTooSmall { needed, .. }) => needed,
-        Err(e) => panic!("unexpected {e}"),
-    };
+    let rows = sized_rows(n, |o, i| s.spatial_neighbor_lists(o, i));
+    let needed: usize = rows.iter().map(Vec::len).sum();
     if needed > 0 {
+        let mut offsets = vec![0u32; n + 1];
         let mut short = vec![0u32; needed - 1];
         assert_eq!(
             s.spatial_neighbor_lists(&mut offsets, &mut short),
@@ -85,19 +61,36 @@ pub fn spatial_csr_lists<P: Point, N: NeighborSearch<P>>(s: &N) -> Vec<Vec<u32>>
             })
         );
     }
-    indices = vec![u32::MAX; needed];
-    let written = s
-        .spatial_neighbor_lists(&mut offsets, &mut indices)
-        .expect("sized buffers");
-    assert_eq!(written, needed);
-    assert_eq!(offsets[n] as usize, written);
     let mut lists = vec![Vec::new(); n];
-    for (k, &id) in order.iter().enumerate() {
-        let mut l = indices[offsets[k] as usize..offsets[k + 1] as usize].to_vec();
-        l.sort_unstable();
-        lists[id as usize] = l;
+    for (row, &id) in rows.into_iter().zip(&order) {
+        lists[id as usize] = row;
     }
     lists
+}
+
+/// The rows a CSR writer for `n` particles writes (each sorted), with
+/// `indices` sized from the exact size it reports for an empty one.
+fn sized_rows(
+    n: usize,
+    mut lists: impl FnMut(&mut [u32], &mut [u32]) -> Result<usize, spatium::Error>,
+) -> Vec<Vec<u32>> {
+    let mut offsets = vec![0u32; n + 1];
+    let needed = match lists(&mut offsets, &mut []) {
+        Ok(w) => w,
+        Err(spatium::Error::BufferTooSmall { needed, .. }) => needed,
+        Err(e) => panic!("unexpected {e}"),
+    };
+    let mut indices = vec![u32::MAX; needed];
+    let written = lists(&mut offsets, &mut indices).expect("sized buffers");
+    assert_eq!(written, needed);
+    assert_eq!(offsets[n] as usize, written);
+    (0..n)
+        .map(|i| {
+            let mut l = indices[offsets[i] as usize..offsets[i + 1] as usize].to_vec();
+            l.sort_unstable();
+            l
+        })
+        .collect()
 }
 
 /// Sorted, normalised overlapping pairs of boxes, by brute force.

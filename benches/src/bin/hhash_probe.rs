@@ -7,9 +7,10 @@
 //! `cargo run --release -p spatium-benches --bin hhash_probe -- [SEGMENTS] [REPS] [SCHEME] [N...]`
 //! (`SCHEME`: `both`, `hier` or `multi`, the latter two for `perf`).
 
-use spatium::hhash::{Candidates, HashConfig, Hierarchical, Multilevel, QueryCounts, Scheme};
+use spatium::hhash::{Candidates, HashConfig, Hierarchical, Multilevel, Scheme};
 use spatium::table::{SLOTS_PER_OBJECT, table_len};
 use spatium::{Aabb2, BroadPhase, Vec2};
+use spatium_benches::experiments::hhash::sum_counts;
 use spatium_benches::measure::{median, time};
 use spatium_host::make::{self, VecClassHash};
 use spatium_host::pouchol::{SEGMENT_MAX, objects_2d, segment_box, segment_hits, segments_2d};
@@ -60,19 +61,6 @@ fn walk_pass<S: Scheme>(h: &mut VecClassHash<S, Aabb2>, boxes: &[Aabb2]) -> u64 
     n
 }
 
-fn counts<S: Scheme>(h: &mut VecClassHash<S, Aabb2>, boxes: &[Aabb2]) -> QueryCounts {
-    let mut n = QueryCounts::default();
-    for q in boxes {
-        let c = h.query_counts(q).expect("counts");
-        n.keys += c.keys;
-        n.cells += c.cells;
-        n.raw += c.raw;
-        n.collisions += c.collisions;
-        n.exact += c.exact;
-    }
-    n
-}
-
 fn median_or_nan(v: &[f64]) -> f64 {
     if v.is_empty() { f64::NAN } else { median(v) }
 }
@@ -117,7 +105,7 @@ fn main() {
             }
         }
         assert!(answers.windows(2).all(|w| w[0] == w[1]), "answers differ");
-        let (ch, cm) = (counts(&mut hh, &boxes), counts(&mut hm, &boxes));
+        let (ch, cm) = (sum_counts(&mut hh, &boxes), sum_counts(&mut hm, &boxes));
         let q = m as f64;
         let (mh, mm) = (median_or_nan(&th), median_or_nan(&tm));
         let (wh, wm) = (median_or_nan(&wh), median_or_nan(&wm));

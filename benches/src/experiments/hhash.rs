@@ -198,6 +198,20 @@ fn mix(a: u64, b: u64) -> u64 {
 }
 
 type H2<S> = VecClassHash<S, Aabb2>;
+
+/// The summed `query_counts` of every query box (also `hhash_probe`'s).
+pub fn sum_counts<S: Scheme>(h: &mut VecClassHash<S, Aabb2>, boxes: &[Aabb2]) -> QueryCounts {
+    let mut n = QueryCounts::default();
+    for q in boxes {
+        let c = h.query_counts(q).expect("counts");
+        n.keys += c.keys;
+        n.cells += c.cells;
+        n.raw += c.raw;
+        n.collisions += c.collisions;
+        n.exact += c.exact;
+    }
+    n
+}
 type H3<S> = VecClassHash<S, Aabb3>;
 
 // ------------------------------------------------------ §4.1 broad phase
@@ -425,21 +439,9 @@ impl Bp {
 
     /// The summed `query_counts` of every query box (hashes).
     fn counts(&mut self, boxes: &[Aabb2]) -> Option<QueryCounts> {
-        fn sum<S: Scheme>(h: &mut H2<S>, boxes: &[Aabb2]) -> QueryCounts {
-            let mut n = QueryCounts::default();
-            for q in boxes {
-                let c = h.query_counts(q).expect("counts");
-                n.keys += c.keys;
-                n.cells += c.cells;
-                n.raw += c.raw;
-                n.collisions += c.collisions;
-                n.exact += c.exact;
-            }
-            n
-        }
         match self {
-            Bp::Hier(h) => Some(sum(h, boxes)),
-            Bp::Multi(h) => Some(sum(h, boxes)),
+            Bp::Hier(h) => Some(sum_counts(h, boxes)),
+            Bp::Multi(h) => Some(sum_counts(h, boxes)),
             Bp::Tree(_) => None,
         }
     }
