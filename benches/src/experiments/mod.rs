@@ -32,6 +32,7 @@ pub mod kd;
 pub mod neighbors;
 pub mod sph;
 pub mod threads;
+pub mod threads_ceiling;
 pub mod threads_hhg;
 pub mod threads_kd;
 pub mod threads_neighbors;

@@ -1,5 +1,5 @@
 //! The thread-scaling experiment: `report -- threads [--threads 1,2,4]
-//! [--quick] [--only neighbors,bp,kd,hhash,sph] [--out DIR]`.
+//! [--quick] [--only ceiling,neighbors,bp,kd,hhash,sph] [--out DIR]`.
 //!
 //! Every workload runs the same input at each thread count with the host's
 //! executors ([`spatium_host::par::HostExec`]: serial for one thread, a
@@ -64,6 +64,7 @@ type Section = (&'static str, fn(&Setup) -> Vec<ThreadRow>);
 
 /// The sections, in report order.
 const SECTIONS: &[Section] = &[
+    ("ceiling", super::threads_ceiling::rows),
     ("neighbors", super::threads_neighbors::rows),
     ("bp", super::threads_hhg::rows),
     ("kd", super::threads_kd::kd_rows),

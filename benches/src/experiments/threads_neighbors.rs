@@ -5,7 +5,8 @@
 //!
 //! * spatium's cell-sorted hash through the parallel forms
 //!   (`par_build` + `par_for_each_pair` counting into per-task sinks, or
-//!   `par_build` + `par_neighbor_lists`), on cell-ordered input (a
+//!   `par_build` + `par_neighbor_lists`, and the build alone, so that the
+//!   sweep's share can be read off), on cell-ordered input (a
 //!   simulation that renumbers) and shuffled input (the sort of shuffled
 //!   input stays on one thread: see `core/src/uniform/sorted/par.rs`);
 //! * kiddo's `ImmutableKdTree` (its build on the calling thread, the
@@ -46,6 +47,18 @@ pub fn rows(setup: &Setup) -> Vec<ThreadRow> {
                 assert_eq!(*want.get_or_insert(c), c, "pair count");
             });
             rows.push(row(&format!("pairs, {order}"), "spatium", n, t, ms, runs));
+            let (ms, runs) = setup.wall_median(|| {
+                hash.par_build(&exec, &scene.points, scene.radius)
+                    .expect("build");
+            });
+            rows.push(row(
+                &format!("build alone (par_build), {order}"),
+                "spatium",
+                n,
+                t,
+                ms,
+                runs,
+            ));
             if order == Order::CellOrdered {
                 hash.par_build(&exec, &scene.points, scene.radius)
                     .expect("build");

@@ -1,0 +1,87 @@
+//! The machine's own ceiling for the thread-scaling experiment: how much
+//! faster `t` threads can run work that shares nothing, so that each
+//! structure's speed-up can be read against what the cores allow (logical
+//! CPUs that are hyper-threads of one core, a clock that drops when every
+//! core is busy, one memory bus).
+//!
+//! * `ceiling: arithmetic` — a fixed number of independent integer and
+//!   float operations (a xorshift generator feeding a multiply-add chain
+//!   per task), cut into 256 tasks run on a rayon pool of `t` threads. It
+//!   touches no memory, so its speed-up is the cores' and clocks' ceiling.
+//! * `ceiling: memory read` — the sum of a 512 MiB array (8 MiB with
+//!   `--quick`), cut into 256 chunks, on the same pool: the ceiling of a
+//!   pass that streams from memory.
+//!
+//! Both results are checked against their one-thread values, so neither
+//! can be optimised away.
+
+use super::threads::{Setup, ThreadRow};
+use rayon::prelude::*;
+
+/// Tasks each kernel is cut into.
+const TASKS: usize = 256;
+
+/// One task of the arithmetic kernel: `steps` rounds of a xorshift and a
+/// dependent multiply-add chain seeded by the task number.
+fn arithmetic(task: usize, steps: u32) -> u64 {
+    let mut x = 0x9E37_79B9_7F4A_7C15u64 ^ (task as u64).wrapping_mul(0xD1B5_4A32_D192_ED03);
+    let mut f = 1.0f64 + task as f64;
+    for _ in 0..steps {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        f = f.mul_add(0.999_999_9, (x >> 40) as f64 * 1e-9);
+    }
+    x ^ f.to_bits()
+}
+
+/// Rows: both kernels at every thread count.
+pub fn rows(setup: &Setup) -> Vec<ThreadRow> {
+    let steps: u32 = if setup.quick { 20_000 } else { 500_000 };
+    let words = if setup.quick { 1 << 20 } else { 1 << 26 };
+    let data: Vec<u64> = (0..words as u64)
+        .map(|i| i.wrapping_mul(0x9E37_79B9))
+        .collect();
+    let chunk = words / TASKS;
+    let mem = format!("ceiling: memory read ({} MiB)", (words * 8) >> 20);
+    let mut rows = Vec::new();
+    let mut want = None;
+    let mut want_sum = None;
+    for &t in &setup.threads {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(t)
+            .build()
+            .expect("rayon pool");
+        let (ms, runs) = setup.wall_median(|| {
+            let h = pool.install(|| {
+                (0..TASKS)
+                    .into_par_iter()
+                    .map(|k| arithmetic(k, steps))
+                    .reduce(|| 0, |a, b| a ^ b)
+            });
+            assert_eq!(*want.get_or_insert(h), h, "arithmetic result");
+        });
+        rows.push(row("ceiling: arithmetic", t, TASKS, ms, runs));
+        let (ms, runs) = setup.wall_median(|| {
+            let s = pool.install(|| {
+                data.par_chunks(chunk)
+                    .map(|c| c.iter().fold(0u64, |a, &b| a.wrapping_add(b)))
+                    .reduce(|| 0, u64::wrapping_add)
+            });
+            assert_eq!(*want_sum.get_or_insert(s), s, "memory sum");
+        });
+        rows.push(row(&mem, t, words, ms, runs));
+    }
+    rows
+}
+
+fn row(workload: &str, threads: usize, n: usize, median_ms: f64, runs: usize) -> ThreadRow {
+    ThreadRow {
+        workload: workload.to_owned(),
+        who: "machine (no shared data)".to_owned(),
+        n,
+        threads,
+        median_ms,
+        runs,
+    }
+}
