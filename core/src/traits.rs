@@ -242,7 +242,10 @@ pub trait NeighborSearch<P: Point> {
     /// sinks (a `Vec` of per-task pair lists, counters, force buffers…) and
     /// combines them afterwards, in sink order: the pairs of each sink and
     /// their order are the same for every executor, so a combination in sink
-    /// order is deterministic. The default ([`pairs_by_id`]) gives task `t`
+    /// order is deterministic. Sinks updated per pair should each sit on
+    /// their own cache lines ([`Padded`](crate::exec::Padded)): adjacent
+    /// counters written by different cores cost the sweep most of its
+    /// speed-up. The default ([`pairs_by_id`]) gives task `t`
     /// the particles `t·GATHER_GRAIN..` and reports each one's neighbours
     /// with a larger id (every distance is computed twice; structures with a
     /// half-stencil sweep override it).
@@ -563,7 +566,8 @@ pub trait BroadPhase<B: BoundingBox> {
     /// `exec`: task `t` calls `f(&mut sinks[t], a, b)` for its share. The
     /// caller gives [`overlap_tasks`](Self::overlap_tasks) sinks and
     /// combines them in sink order; each sink's pairs and their order are
-    /// the same for every executor.
+    /// the same for every executor. Wrap sinks updated per pair in
+    /// [`Padded`](crate::exec::Padded) (one cache line pair each).
     ///
     /// # Errors
     /// [`Error::BufferTooSmall`] with fewer than `overlap_tasks()` sinks
