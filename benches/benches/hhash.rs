@@ -29,6 +29,7 @@ use criterion::{BenchmarkGroup, Criterion, criterion_group, criterion_main};
 use kiddo::{ImmutableKdTree, SquaredEuclidean};
 use rstar::primitives::{GeomWithData, Rectangle};
 use rstar::{AABB, RTree};
+use spatium::exec::Padded;
 use spatium::hhash::{
     Candidates, ClassHash, HashBucket, HashConfig, HashEntry, Hierarchical, Multilevel, Scheme,
 };
@@ -287,12 +288,12 @@ fn bp_threads(c: &mut Criterion) {
         });
         for threads in [1, 2] {
             let exec = HostExec::new(threads);
-            let mut sinks = vec![0u64; h.overlap_tasks()];
+            let mut sinks = vec![Padded(0u64); h.overlap_tasks()];
             let mut pairs = |h: &mut VecClassHash<S, Aabb2>| {
-                sinks.fill(0);
-                h.par_for_each_overlap(&exec, &mut sinks, |c, _, _| *c += 1)
+                sinks.fill(Padded(0));
+                h.par_for_each_overlap(&exec, &mut sinks, |c, _, _| **c += 1)
                     .unwrap();
-                sinks.iter().sum::<u64>()
+                sinks.iter().map(|s| s.0).sum::<u64>()
             };
             assert_eq!(pairs(&mut h), want, "{name}: parallel pairs");
             g.bench_function(format!("{name}/par-{threads}"), |b| {

@@ -25,6 +25,7 @@ use core::hint::black_box;
 use core::time::Duration;
 
 use criterion::{BenchmarkGroup, Criterion, criterion_group, criterion_main};
+use spatium::exec::Padded;
 use spatium::kdtree::{Candidates, KdConfig, KdRecord, LinearKdTree, SortAlgo, Split};
 use spatium::{Aabb3, BroadPhase, HhgConfig, UpdateStrategy};
 use spatium_benches::bp_peers::{ParryBvh, SweepAndPrune};
@@ -214,16 +215,16 @@ fn bench(c: &mut Criterion) {
             let mut kd = tree(split);
             let mut step = |bx: &[Aabb3]| {
                 kd.par_build(&exec, bx).unwrap();
-                let mut sinks = vec![0u64; kd.candidate_tasks()];
+                let mut sinks = vec![Padded(0u64); kd.candidate_tasks()];
                 kd.par_for_each_candidate_pair(
                     &exec,
                     bx,
                     Candidates::Exact,
                     &mut sinks,
-                    |c, _, _| *c += 1,
+                    |c, _, _| **c += 1,
                 )
                 .unwrap();
-                sinks.iter().sum::<u64>()
+                sinks.iter().map(|s| s.0).sum::<u64>()
             };
             assert_eq!(step(sets[1]), want, "par step disagrees with the kd-tree");
             g.bench_function(format!("par-{threads}"), |b| {

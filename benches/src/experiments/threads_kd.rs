@@ -25,6 +25,7 @@
 
 use super::threads::{Setup, ThreadRow};
 use crate::settle;
+use spatium::exec::Padded;
 use spatium::hhash::{
     ClassHash, HashBucket, HashConfig, HashEntry, Hierarchical, Multilevel, Scheme,
 };
@@ -90,14 +91,15 @@ pub fn kd_rows(setup: &Setup) -> Vec<ThreadRow> {
         let mut tree = new_tree();
         let t = setup.wall_median(|| tree.par_build(&exec, &boxes).expect("par_build"));
         rows.push(row("kd build (par_build)", n, threads, t));
-        let mut sinks = vec![0u64; tree.candidate_tasks()];
-        let sweep = |tree: &LinearKdTree<Aabb3, u64, Vec<KdRecord<u64>>>, sinks: &mut [u64]| {
-            sinks.fill(0);
+        let mut sinks = vec![Padded(0u64); tree.candidate_tasks()];
+        let sweep = |tree: &LinearKdTree<Aabb3, u64, Vec<KdRecord<u64>>>,
+                     sinks: &mut [Padded<u64>]| {
+            sinks.fill(Padded(0));
             tree.par_for_each_candidate_pair(&exec, &boxes, Candidates::Exact, sinks, |c, _, _| {
-                *c += 1
+                **c += 1
             })
             .expect("par pairs");
-            sinks.iter().sum::<u64>()
+            sinks.iter().map(|s| s.0).sum::<u64>()
         };
         let got = sweep(&tree, &mut sinks);
         assert_eq!(*pairs.get_or_insert(got), got, "kd: pair counts differ");
@@ -150,13 +152,13 @@ fn object_rows<S: Scheme>(setup: &Setup, objects: &[Aabb2], rows: &mut Vec<Threa
     let mut pairs = None;
     for &threads in &setup.threads {
         let exec = HostExec::new(threads);
-        let mut sinks = vec![0u64; h.overlap_tasks()];
+        let mut sinks = vec![Padded(0u64); h.overlap_tasks()];
         let t = setup.wall_median(|| {
-            sinks.fill(0);
-            h.par_for_each_overlap(&exec, &mut sinks, |c, _, _| *c += 1)
+            sinks.fill(Padded(0));
+            h.par_for_each_overlap(&exec, &mut sinks, |c, _, _| **c += 1)
                 .expect("par overlaps");
         });
-        let got: u64 = sinks.iter().sum();
+        let got: u64 = sinks.iter().map(|s| s.0).sum();
         assert_eq!(*pairs.get_or_insert(got), got, "hhash: pair counts differ");
         rows.push(row(
             &format!("hhash objects, {name}: exact pairs (par_for_each_overlap)"),
@@ -203,13 +205,13 @@ pub fn hhash_rows(setup: &Setup) -> Vec<ThreadRow> {
         let exec = HostExec::new(threads);
         let t = setup.wall_median(|| h.par_build(&exec, &pts, radius).expect("par_build"));
         rows.push(row("hhash particles: par_build", n, threads, t));
-        let mut sinks = vec![0u64; h.pair_tasks()];
+        let mut sinks = vec![Padded(0u64); h.pair_tasks()];
         let t = setup.wall_median(|| {
-            sinks.fill(0);
-            h.par_for_each_pair(&exec, &mut sinks, |c, _, _, _| *c += 1)
+            sinks.fill(Padded(0));
+            h.par_for_each_pair(&exec, &mut sinks, |c, _, _, _| **c += 1)
                 .expect("par pairs");
         });
-        let got: u64 = sinks.iter().sum();
+        let got: u64 = sinks.iter().map(|s| s.0).sum();
         assert_eq!(*pairs.get_or_insert(got), got, "hhash: pair counts differ");
         rows.push(row(
             "hhash particles: pairs (par_for_each_pair)",

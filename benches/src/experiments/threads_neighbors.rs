@@ -18,7 +18,7 @@
 use kiddo::{ImmutableKdTree, SquaredEuclidean};
 use rayon::prelude::*;
 use spatium::NeighborSearch;
-use spatium::exec::Executor;
+use spatium::exec::{Executor, Padded};
 use spatium::table::table_len;
 use spatium_host::make;
 use spatium_host::par::HostExec;
@@ -133,10 +133,10 @@ pub fn pairs<E: Executor>(
 ) -> u64 {
     hash.par_build(exec, &scene.points, scene.radius)
         .expect("build");
-    let mut sinks = vec![0u64; hash.pair_tasks()];
-    hash.par_for_each_pair(exec, &mut sinks, |c, _, _, _| *c += 1)
+    let mut sinks = vec![Padded(0u64); hash.pair_tasks()];
+    hash.par_for_each_pair(exec, &mut sinks, |c, _, _, _| **c += 1)
         .expect("sinks");
-    sinks.iter().sum()
+    sinks.iter().map(|s| s.0).sum()
 }
 
 /// kiddo: build, then each particle's within-radius query (strict, as

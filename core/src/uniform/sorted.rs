@@ -544,16 +544,11 @@ where
             // Point queries bisect the runs.
         } else if let Some(d) = dense {
             advance_stamp(&mut self.stamp, || table.fill(TableSlot::EMPTY));
-            let stamp = self.stamp;
-            for (s, r) in records.iter().take(runs).enumerate() {
-                let c = grid.cell_unchecked(parts.pos(r.start as usize));
-                if let Some(slot) = d.slot::<P>(c).and_then(|x| table.get_mut(x)) {
-                    *slot = TableSlot {
-                        stamp,
-                        slot: s as u32,
-                    };
-                }
-            }
+            let slot_of = |s: usize| {
+                let r = records.get(s)?;
+                d.slot::<P>(grid.cell_unchecked(parts.pos(r.start as usize)))
+            };
+            index_dense(exec, table, runs, self.stamp, slot_of);
             self.blocks = 0;
             self.dense = *d;
         } else {
@@ -861,6 +856,57 @@ where
         cursor
     }
 }
+
+/// Writes the direct-mapped run index: run `s` into the slot `slot_of(s)`
+/// of its cell in the input's dense box. The dense numbering is the order
+/// of the runs, so the slots of consecutive runs increase and tasks over
+/// ranges of runs own disjoint ranges of the table, cut at their first
+/// run's slot; every slot gets the same value on one worker or many.
+fn index_dense<E: crate::exec::Executor>(
+    exec: &E,
+    table: &mut [TableSlot],
+    runs: usize,
+    stamp: u32,
+    slot_of: impl Fn(usize) -> Option<usize> + Sync,
+) {
+    let write = |piece: &mut [TableSlot], base: usize, s0: usize, s1: usize| {
+        for s in s0..s1 {
+            let x = slot_of(s).and_then(|x| x.checked_sub(base));
+            if let Some(slot) = x.and_then(|x| piece.get_mut(x)) {
+                *slot = TableSlot {
+                    stamp,
+                    slot: s as u32,
+                };
+            }
+        }
+    };
+    if exec.workers() <= 1 {
+        write(table, 0, 0, runs);
+        return;
+    }
+    let (tasks, grain) = crate::exec::task_split(runs, DENSE_INDEX_GRAIN, 256);
+    let len = table.len();
+    let cut = |t: usize| {
+        let s = t.saturating_mul(grain);
+        if s >= runs {
+            len
+        } else {
+            slot_of(s).unwrap_or(len)
+        }
+    };
+    exec.run(
+        tasks,
+        crate::exec::Parts::cut(table, cut),
+        |t, mut piece| {
+            let base = piece.start();
+            let s0 = t.saturating_mul(grain).min(runs);
+            write(piece.slice(), base, s0, s0.saturating_add(grain).min(runs));
+        },
+    );
+}
+
+/// Runs per task of [`index_dense`].
+const DENSE_INDEX_GRAIN: usize = 4096;
 
 /// Fills the blocked run index (stamps `stamp`, [`INDEX_BLOCKS`] blocks):
 /// on one worker in one pass over the runs, on several with each task
