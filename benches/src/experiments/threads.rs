@@ -9,7 +9,9 @@
 //! [`crate::measure::Repeat`] runs (steady state: the first run after a
 //! build is discarded by the protocol's warm-up); the table gives the load
 //! average with the provenance so that a figure taken on a busy machine is
-//! read as such. Writes `THREADS_REPORT.md` (or prints with `--print`).
+//! read as such. The neighbour section times its thread counts in
+//! interleaved rounds ([`Setup::interleaved`]); the others time one thread
+//! count after another. Writes `THREADS_REPORT.md` (or prints with `--print`).
 
 use core::fmt::Write as _;
 use std::process::ExitCode;
@@ -59,6 +61,36 @@ impl Setup {
     }
 }
 
+impl Setup {
+    /// Wall-clock medians of `f(k)` for each of `counts` thread counts
+    /// (`k` indexes them), measured in interleaved rounds: one untimed
+    /// warm-up of each, then rounds that time each once, in order, until
+    /// there are at least 5 rounds (3 with `--quick`) and 1 s per thread
+    /// count has passed (at most 50 rounds). A slow spell of a shared
+    /// machine then falls on every thread count of the round alike.
+    pub fn interleaved(&self, counts: usize, mut f: impl FnMut(usize)) -> Vec<(f64, usize)> {
+        for k in 0..counts {
+            f(k);
+        }
+        let (min_runs, min_time) = if self.quick { (3, 0.0) } else { (5, 1.0) };
+        let mut v = vec![Vec::new(); counts];
+        let start = std::time::Instant::now();
+        let mut rounds = 0;
+        while rounds < min_runs
+            || (start.elapsed().as_secs_f64() < min_time * counts as f64 && rounds < 50)
+        {
+            for (k, times) in v.iter_mut().enumerate() {
+                let (_, t) = crate::measure::time(|| f(k));
+                times.push(t.wall_ms());
+            }
+            rounds += 1;
+        }
+        v.iter()
+            .map(|x| (crate::measure::median(x), x.len()))
+            .collect()
+    }
+}
+
 /// A section: a name for `--only` and the function measuring it.
 type Section = (&'static str, fn(&Setup) -> Vec<ThreadRow>);
 
@@ -79,9 +111,20 @@ pub fn table(rows: &[ThreadRow]) -> String {
         "| workload | who | N | threads | median ms | speed-up vs 1 thread | runs |\n|---|---|---:|---:|---:|---:|---:|\n",
     );
     for r in rows {
+        // A variant of spatium ("spatium (…)") is compared with spatium's
+        // own one-thread figure.
+        let same = |b: &ThreadRow, who: &str| {
+            b.workload == r.workload && b.who == who && b.n == r.n && b.threads == 1
+        };
         let base = rows
             .iter()
-            .find(|b| b.workload == r.workload && b.who == r.who && b.n == r.n && b.threads == 1)
+            .find(|b| same(b, &r.who))
+            .or_else(|| {
+                r.who
+                    .starts_with("spatium (")
+                    .then(|| rows.iter().find(|b| same(b, "spatium")))
+                    .flatten()
+            })
             .map(|b| b.median_ms);
         let speedup = base.map_or("–".to_owned(), |b| format!("{:.2}×", b / r.median_ms));
         let _ = writeln!(

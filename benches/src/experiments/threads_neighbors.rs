@@ -26,83 +26,80 @@ use spatium_host::par::HostExec;
 use super::threads::{Setup, ThreadRow};
 use crate::scene::{Order, Scene};
 
-/// Rows of the neighbour search.
+/// Rows of the neighbour search. Every workload is timed in interleaved
+/// rounds over all thread counts ([`Setup::interleaved`]), so a slow spell
+/// of a shared machine falls on every thread count alike rather than on
+/// one thread count's whole median.
 pub fn rows(setup: &Setup) -> Vec<ThreadRow> {
     let n = setup
         .n
         .unwrap_or(if setup.quick { 27_000 } else { 1_000_000 });
     let side = (n as f64).cbrt().round().max(2.0) as usize;
+    let execs: Vec<HostExec> = setup.threads.iter().map(|&t| HostExec::new(t)).collect();
+    let pools: Vec<rayon::ThreadPool> = setup
+        .threads
+        .iter()
+        .map(|&t| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(t)
+                .build()
+                .expect("rayon pool")
+        })
+        .collect();
     let mut rows = Vec::new();
+    let mut push = |workload: String, who: &str, n: usize, times: Vec<(f64, usize)>| {
+        for (&t, (ms, runs)) in setup.threads.iter().zip(times) {
+            rows.push(row(&workload, who, n, t, ms, runs));
+        }
+    };
     for order in [Order::CellOrdered, Order::Shuffled] {
         let scene = Scene::new(side, order);
         let n = scene.points.len();
         let mut hash = make::cell_sorted(n, table_len(n, 2));
-        let mut offsets = vec![0u32; n + 1];
-        let mut indices = Vec::new();
         let mut want = None;
-        for &t in &setup.threads {
-            let exec = HostExec::new(t);
-            let (ms, runs) = setup.wall_median(|| {
-                let c = pairs(&exec, &mut hash, &scene);
-                assert_eq!(*want.get_or_insert(c), c, "pair count");
-            });
-            rows.push(row(&format!("pairs, {order}"), "spatium", n, t, ms, runs));
-            let (ms, runs) = setup.wall_median(|| {
-                hash.par_build(&exec, &scene.points, scene.radius)
-                    .expect("build");
-            });
-            rows.push(row(
-                &format!("build alone (par_build), {order}"),
-                "spatium",
-                n,
-                t,
-                ms,
-                runs,
-            ));
-            if order == Order::CellOrdered {
-                hash.par_build(&exec, &scene.points, scene.radius)
-                    .expect("build");
-                let total = hash
-                    .par_neighbor_lists(&exec, &mut offsets, &mut [])
-                    .unwrap_or_else(|e| match e {
-                        spatium::Error::BufferTooSmall { needed, .. } => needed,
-                        e => panic!("{e}"),
-                    });
-                indices.resize(total, 0);
-                let (ms, runs) = setup.wall_median(|| {
-                    hash.par_build(&exec, &scene.points, scene.radius)
-                        .expect("build");
-                    hash.par_neighbor_lists(&exec, &mut offsets, &mut indices)
-                        .expect("sized");
+        let times = setup.interleaved(execs.len(), |k| {
+            let c = pairs(&execs[k], &mut hash, &scene);
+            assert_eq!(*want.get_or_insert(c), c, "pair count");
+        });
+        push(format!("pairs, {order}"), "spatium", n, times);
+        let times = setup.interleaved(execs.len(), |k| {
+            hash.par_build(&execs[k], &scene.points, scene.radius)
+                .expect("build");
+        });
+        push(
+            format!("build alone (par_build), {order}"),
+            "spatium",
+            n,
+            times,
+        );
+        if order == Order::CellOrdered {
+            let mut offsets = vec![0u32; n + 1];
+            hash.build(&scene.points, scene.radius).expect("build");
+            let total = hash
+                .neighbor_lists(&mut offsets, &mut [])
+                .unwrap_or_else(|e| match e {
+                    spatium::Error::BufferTooSmall { needed, .. } => needed,
+                    e => panic!("{e}"),
                 });
-                rows.push(row(
-                    &format!("CSR lists, {order}"),
-                    "spatium",
-                    n,
-                    t,
-                    ms,
-                    runs,
-                ));
-            }
-        }
-        for &t in &setup.threads {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(t)
-                .build()
-                .expect("rayon pool");
-            let (ms, runs) = setup.wall_median(|| {
-                let c = pool.install(|| kiddo_pairs(&scene));
-                assert_eq!(Some(c), want, "kiddo pair count");
+            let mut indices = vec![0u32; total];
+            let times = setup.interleaved(execs.len(), |k| {
+                hash.par_build(&execs[k], &scene.points, scene.radius)
+                    .expect("build");
+                hash.par_neighbor_lists(&execs[k], &mut offsets, &mut indices)
+                    .expect("sized");
             });
-            rows.push(row(
-                &format!("pairs, {order}"),
-                "kiddo (queries on rayon)",
-                n,
-                t,
-                ms,
-                runs,
-            ));
+            push(format!("CSR lists, {order}"), "spatium", n, times);
         }
+        let times = setup.interleaved(pools.len(), |k| {
+            let c = pools[k].install(|| kiddo_pairs(&scene));
+            assert_eq!(Some(c), want, "kiddo pair count");
+        });
+        push(
+            format!("pairs, {order}"),
+            "kiddo (queries on rayon)",
+            n,
+            times,
+        );
     }
     rows
 }
