@@ -1381,7 +1381,12 @@ where
     where
         Self: Sync,
     {
-        if self.identity {
+        if self.identity && exec.workers() <= 1 {
+            // One worker: the serial sweep writes the same lists, in the
+            // same order, in one pass (the parallel form sweeps twice:
+            // degrees, then each task's lists at their offsets).
+            self.neighbor_lists(offsets, indices)
+        } else if self.identity {
             self.par_lists_sweep(exec, offsets, indices)
         } else {
             crate::traits::lists_by_id(self, exec, offsets, indices)
