@@ -14,6 +14,7 @@
 use super::threads::{Setup, ThreadRow};
 use crate::bp_peers::{Pairs, ParryBvh};
 use crate::measure::median;
+use spatium::exec::Padded;
 use spatium::{Aabb3, BroadPhase, HhgConfig, UpdateStrategy};
 use spatium_host::make::{self, VecHhg};
 use spatium_host::par::{HostExec, Rayon};
@@ -47,19 +48,21 @@ fn row(workload: &str, who: &str, n: usize, threads: usize, v: &[f64]) -> Thread
 }
 
 /// One step of the grid on `exec`: update, then every pair into per-task
-/// counters, combined in task order. Returns the pairs and the two times.
+/// counters (each [`Padded`] onto its own cache lines: adjacent 16-byte
+/// counters written by different cores would share lines), combined in
+/// task order. Returns the pairs and the two times.
 fn hhg_step(
     g: &mut VecHhg<Aabb3>,
     exec: &HostExec,
     boxes: &[Aabb3],
-    sinks: &mut Vec<Pairs>,
+    sinks: &mut Vec<Padded<Pairs>>,
 ) -> (Pairs, f64, f64) {
     let t0 = Instant::now();
     g.par_update_all(exec, boxes, UpdateStrategy::Incremental)
         .expect("update");
     let t1 = Instant::now();
     sinks.clear();
-    sinks.resize(g.overlap_tasks(), Pairs::default());
+    sinks.resize(g.overlap_tasks(), Padded::default());
     g.par_for_each_overlap(exec, sinks, |s, a, b| s.add(a, b))
         .expect("pairs");
     let mut all = Pairs::default();
