@@ -27,8 +27,14 @@
 //!
 //! # Detection
 //!
-//! The records are sorted first when the serial detection would sort them
-//! (on the calling thread). The packed copy is then made by tasks, in a
+//! The records are sorted first when the serial detection would sort them,
+//! by tasks and into the same order (the keys are unique): sorted, the
+//! records are each grid's occupied cells in memory order, grid by grid, so
+//! tasks over ranges of cells replace each occupied cell's record index by
+//! its first box and count them, then write their cells' records from
+//! their offsets and point the cells at them (two passes over the cells,
+//! no comparison sort; at 10⁶ cubes, 537 000 records in 16.8 M cells, 15 ms
+//! on one thread against 23 ms for the serial sort). The packed copy is then made by tasks, in a
 //! layout of its own: the serial [`pack`](HierarchicalHashGrid::pack)
 //! writes entry `j` into element `j`, whose record fields another task may
 //! be reading, which safe disjoint pieces cannot express. Here the first box
@@ -62,6 +68,12 @@ const PAIR_GRAIN: usize = 2048;
 /// At most this many detection tasks (one sink each; the packed copy keeps
 /// a count and an offset per task on the stack).
 const PAIR_TASKS: usize = 256;
+
+/// Cells per task of the parallel record sort.
+const SORT_GRAIN: usize = 1 << 16;
+/// At most this many record-sort tasks per grid (their counts and offsets
+/// live on the stack).
+const SORT_TASKS: usize = 256;
 
 /// What one task of pass 1 found.
 #[derive(Clone, Copy, Debug)]
@@ -306,7 +318,7 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord<B>>, A: Storag
             return Ok(());
         }
         if self.unsorted as u64 * 8 > self.nrec as u64 {
-            self.sort_records();
+            self.par_sort_records(exec);
         }
         let (_, grain) = task_split(self.nrec as usize, PAIR_GRAIN, PAIR_TASKS);
         if let Some(end) = self.par_pack(exec, tasks, grain) {
@@ -346,6 +358,105 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord<B>>, A: Storag
             });
         }
         Ok(())
+    }
+
+    /// [`sort_records`](Self::sort_records) by tasks, with the same result
+    /// (the keys are unique: there is one sorted order). The records in
+    /// key order are the occupied cells of each grid, grid by grid in level
+    /// order, each in memory order. So tasks over ranges of each grid's
+    /// cells first replace each occupied cell's record index by its
+    /// record's first box, counting them (every grid before any record is
+    /// written), and then, from each task's offset (the counts' prefix
+    /// sums), write the records of their cells in order and point the cells
+    /// at them: every task writes only its own cells and its own stretch of
+    /// records. The tasks, about 65 536 cells each, share 256 counters on
+    /// the stack (at most `256 / g` tasks for each of `g` grids).
+    /// `O(c / w)` for `c` cells of the grids on `w` workers, plus `O(t)` on
+    /// the calling thread for `t` tasks.
+    fn par_sort_records<E: Executor>(&mut self, exec: &E) {
+        let nrec = self.nrec as usize;
+        let grids = self.active.count_ones() as usize;
+        if !self.grid_mode || grids == 0 {
+            self.sort_records();
+            return;
+        }
+        let most = SORT_TASKS / grids;
+        let mut counts = [0u32; SORT_TASKS];
+        // Pass 1, every grid: each occupied cell's first box in place of its
+        // record index, and the occupied cells of each task.
+        let mut k = 0usize;
+        for i in 0..LEVELS {
+            if self.active & (1 << i) == 0 {
+                continue;
+            }
+            let lv = self.levels[i];
+            let (tasks, grain) = task_split(lv.cells, SORT_GRAIN, most);
+            let recs = &self.recs.as_ref()[..nrec];
+            let cells = &mut self.arena.as_mut()[lv.cells_at(Self::TABLE)..][..lv.cells];
+            let mine = &mut counts[k..(k + tasks).min(SORT_TASKS)];
+            exec.run(
+                tasks,
+                (Parts::chunks(cells, grain), Parts::chunks(mine, 1)),
+                |_, (mut pc, mut pn)| {
+                    let mut c = 0u32;
+                    for w in pc.slice() {
+                        if *w != NONE {
+                            *w = recs.get(*w as usize).map_or(NONE, |r| r.head);
+                            c += 1;
+                        }
+                    }
+                    if let Some(x) = pn.slice().first_mut() {
+                        *x = c;
+                    }
+                },
+            );
+            k += tasks;
+        }
+        // Pass 2, grid by grid: the records of each task's cells, in cell
+        // order, from its offset; the cells point at them.
+        let mut k = 0usize;
+        let mut base = 0usize;
+        for i in 0..LEVELS {
+            if self.active & (1 << i) == 0 {
+                continue;
+            }
+            let lv = self.levels[i];
+            let (tasks, grain) = task_split(lv.cells, SORT_GRAIN, most);
+            let mut offs = [0usize; SORT_TASKS + 1];
+            for (t, &c) in counts[k..(k + tasks).min(SORT_TASKS)].iter().enumerate() {
+                offs[t + 1] = offs[t] + c as usize;
+            }
+            let total = offs[tasks.min(SORT_TASKS)];
+            let all = self.recs.as_mut();
+            let out = &mut all[base.min(nrec)..(base + total).min(nrec)];
+            let cells = &mut self.arena.as_mut()[lv.cells_at(Self::TABLE)..][..lv.cells];
+            let o = &offs;
+            exec.run(
+                tasks,
+                (
+                    Parts::chunks(cells, grain),
+                    Parts::cut(out, move |t: usize| o.get(t).copied().unwrap_or(usize::MAX)),
+                ),
+                |t, (mut pc, mut pr)| {
+                    let first = base + o.get(t).copied().unwrap_or(total);
+                    let lo = t * grain;
+                    let out = pr.slice();
+                    let mut j = 0usize;
+                    for (x, w) in pc.slice().iter_mut().enumerate() {
+                        if *w != NONE {
+                            if let Some(r) = out.get_mut(j) {
+                                r.set(key(i, (lo + x) as u32), *w);
+                            }
+                            *w = (first + j) as u32;
+                            j += 1;
+                        }
+                    }
+                },
+            );
+            k += tasks;
+            base += total;
+        }
+        self.unsorted = 0;
     }
 
     /// The parallel detection's packed copy, made by tasks (the serial
@@ -587,5 +698,42 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord<B>>, A: Storag
             }
             u = slots[u as usize].next;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::exec::Serial;
+    use crate::geom::{Aabb3, Vec3};
+    use crate::hhg::{HhgConfig, HhgRecord, HhgSlot, HierarchicalHashGrid};
+    use crate::traits::BroadPhase;
+
+    #[test]
+    fn par_sort_is_the_serial_sort() {
+        let mut g = HierarchicalHashGrid::new(
+            [HhgSlot::<Aabb3>::EMPTY; 64],
+            [HhgRecord::EMPTY; 64],
+            [0u32; 1 << 14],
+            HhgConfig::DEFAULT.with_small_n_threshold(0),
+        );
+        for id in 0..40u32 {
+            let x = ((id * 7919) % 37) as f32 * 1.7;
+            let y = ((id * 104_729) % 11) as f32 * 2.3;
+            let e = if id % 5 == 0 { 3.0 } else { 1.0 };
+            let b = Aabb3::new(Vec3::new(x, y, 0.0), Vec3::new(x + e, y + e, e)).unwrap();
+            g.insert(id, b).unwrap();
+        }
+        let mut h = g.clone();
+        g.sort_records();
+        h.par_sort_records(&Serial);
+        let n = g.nrec as usize;
+        for p in 0..n {
+            assert_eq!(
+                (g.recs[p].key, g.recs[p].head),
+                (h.recs[p].key, h.recs[p].head),
+                "record {p}"
+            );
+        }
+        assert_eq!(&g.arena[..], &h.arena[..]);
     }
 }
