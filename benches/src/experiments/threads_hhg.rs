@@ -21,6 +21,7 @@
 use super::threads::{Setup, ThreadRow};
 use crate::bp_peers::{Pairs, ParryBvh};
 use crate::measure::median;
+use core::time::Duration;
 use cpu_time::ThreadTime;
 use spatium::exec::Padded;
 use spatium::exec::{Executor, Serial, Split};
@@ -29,7 +30,7 @@ use spatium_host::make::{self, VecHhg};
 use spatium_host::par::{HostExec, Rayon};
 use spatium_host::scenarios::{BoxScenario, moving_cubes};
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// Untimed steps after the build.
 const WARM_UP: usize = 10;
