@@ -19,6 +19,7 @@ use core::hint::black_box;
 use core::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use spatium::exec::Padded;
 use spatium::{Aabb3, BroadPhase, BruteForceBroadPhase, HhgConfig, UpdateStrategy};
 use spatium_benches::bp_peers::{ParryBvh, SweepAndPrune};
 use spatium_host::make;
@@ -121,15 +122,17 @@ fn bench_threads(c: &mut Criterion) {
         for (i, b) in start.iter().enumerate() {
             g.insert(i as u32, *b).unwrap();
         }
-        let mut sinks: Vec<u64> = Vec::new();
+        // One counter per task, each on its own cache lines (no false
+        // sharing between the cores' counters).
+        let mut sinks: Vec<Padded<u64>> = Vec::new();
         let mut step = |boxes: &[Aabb3]| {
             g.par_update_all(&exec, boxes, UpdateStrategy::Incremental)
                 .unwrap();
             sinks.clear();
-            sinks.resize(g.overlap_tasks(), 0);
-            g.par_for_each_overlap(&exec, &mut sinks, |s, _, _| *s += 1)
+            sinks.resize(g.overlap_tasks(), Padded(0));
+            g.par_for_each_overlap(&exec, &mut sinks, |s, _, _| **s += 1)
                 .unwrap();
-            sinks.iter().sum::<u64>()
+            sinks.iter().map(|s| **s).sum::<u64>()
         };
         let pairs = step(sets[1]);
         assert_eq!(*reference.get_or_insert(pairs), pairs, "hhg-par-{threads}");

@@ -137,6 +137,30 @@ fn growing_grids_and_level_changes_match_serial() {
     );
 }
 
+/// Many steps: the parallel detection sorts the records (by tasks over the
+/// grids' cells) whenever the serial one would, into the same order, for
+/// one grid and for several (the scenarios' varied sizes), in 3D and 2D.
+#[test]
+fn record_sorts_match_serial_over_many_steps() {
+    let exec = Rayon::new(3).unwrap();
+    lockstep::<Aabb3, _>(
+        6_000,
+        12,
+        HhgConfig::DEFAULT,
+        UpdateStrategy::Incremental,
+        &exec,
+        "sorts 3d",
+    );
+    lockstep::<Aabb2, _>(
+        6_000,
+        12,
+        HhgConfig::DEFAULT,
+        UpdateStrategy::Incremental,
+        &Serial,
+        "sorts 2d",
+    );
+}
+
 /// The sinks (their number, each one's pairs and their order) are the same
 /// for every executor and worker count, over several steps of motion.
 #[test]

@@ -10,14 +10,26 @@
 //! use) and at least 5 timed steps (3 with `--quick`), the scene's own
 //! motion untimed. Each figure is the wall-clock median per step. The
 //! update and the detection are also given apart (the same steps).
+//!
+//! Then the grid's calling-thread share (printed, not a row): the same
+//! steps on an executor that runs every task on the calling thread and
+//! adds up the thread CPU time inside its task passes; the rest of each
+//! call (the relinks of the boxes that change cell, anything between the
+//! passes) runs on the calling thread whatever the executor, and caps the
+//! speed-up on `w` workers at `1 / (s + (1 − s) / w)` (Amdahl).
 
 use super::threads::{Setup, ThreadRow};
 use crate::bp_peers::{Pairs, ParryBvh};
 use crate::measure::median;
+use core::time::Duration;
+use cpu_time::ThreadTime;
+use spatium::exec::Padded;
+use spatium::exec::{Executor, Serial, Split};
 use spatium::{Aabb3, BroadPhase, HhgConfig, UpdateStrategy};
 use spatium_host::make::{self, VecHhg};
 use spatium_host::par::{HostExec, Rayon};
 use spatium_host::scenarios::{BoxScenario, moving_cubes};
+use std::sync::Mutex;
 use std::time::Instant;
 
 /// Untimed steps after the build.
@@ -47,19 +59,21 @@ fn row(workload: &str, who: &str, n: usize, threads: usize, v: &[f64]) -> Thread
 }
 
 /// One step of the grid on `exec`: update, then every pair into per-task
-/// counters, combined in task order. Returns the pairs and the two times.
+/// counters (each [`Padded`] onto its own cache lines: adjacent 16-byte
+/// counters written by different cores would share lines), combined in
+/// task order. Returns the pairs and the two times.
 fn hhg_step(
     g: &mut VecHhg<Aabb3>,
     exec: &HostExec,
     boxes: &[Aabb3],
-    sinks: &mut Vec<Pairs>,
+    sinks: &mut Vec<Padded<Pairs>>,
 ) -> (Pairs, f64, f64) {
     let t0 = Instant::now();
     g.par_update_all(exec, boxes, UpdateStrategy::Incremental)
         .expect("update");
     let t1 = Instant::now();
     sinks.clear();
-    sinks.resize(g.overlap_tasks(), Pairs::default());
+    sinks.resize(g.overlap_tasks(), Padded::default());
     g.par_for_each_overlap(exec, sinks, |s, a, b| s.add(a, b))
         .expect("pairs");
     let mut all = Pairs::default();
@@ -73,6 +87,83 @@ fn hhg_step(
         (t1 - t0).as_secs_f64() * 1e3,
         (t2 - t1).as_secs_f64() * 1e3,
     )
+}
+
+/// Runs every task on the calling thread, as [`Serial`], and adds up the
+/// thread CPU time spent inside its task passes.
+#[derive(Default)]
+struct InTasks(Mutex<Duration>);
+
+impl InTasks {
+    fn take(&self) -> Duration {
+        core::mem::take(&mut *self.0.lock().expect("clock"))
+    }
+}
+
+impl Executor for InTasks {
+    fn workers(&self) -> usize {
+        1
+    }
+
+    fn run<S: Split, F: Fn(usize, S) + Sync>(&self, tasks: usize, parts: S, f: F) {
+        let t = ThreadTime::now();
+        Serial.run(tasks, parts, f);
+        *self.0.lock().expect("clock") += t.elapsed();
+    }
+}
+
+/// The calling thread's share of the grid's step (see the module docs):
+/// `steps` steps, each update and detection timed whole and inside its
+/// task passes (thread CPU time); prints the medians and the shares of the
+/// sums (the record sort is due every few steps).
+fn calling_thread_share(
+    g: &mut VecHhg<Aabb3>,
+    sc: &mut BoxScenario<Aabb3>,
+    steps: usize,
+    sinks: &mut Vec<Padded<Pairs>>,
+) {
+    let exec = InTasks::default();
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    // Per step: update whole, update on the calling thread, the same for
+    // the detection.
+    let mut v: Vec<[f64; 4]> = Vec::new();
+    for _ in 0..steps {
+        sc.step();
+        let t = ThreadTime::now();
+        g.par_update_all(&exec, &sc.boxes, UpdateStrategy::Incremental)
+            .expect("update");
+        let u = ms(t.elapsed());
+        let u_serial = u - ms(exec.take());
+        sinks.clear();
+        sinks.resize(g.overlap_tasks(), Padded::default());
+        let t = ThreadTime::now();
+        g.par_for_each_overlap(&exec, sinks, |s, a, b| s.add(a, b))
+            .expect("pairs");
+        let d = ms(t.elapsed());
+        let d_serial = d - ms(exec.take());
+        v.push([u, u_serial, d, d_serial]);
+    }
+    let col = |k: usize| v.iter().map(|x| x[k]).collect::<Vec<_>>();
+    let sum = |k: usize| col(k).iter().sum::<f64>();
+    let cap = |s: f64, w: f64| 1.0 / (s + (1.0 - s) / w);
+    let (su, sd) = (sum(1) / sum(0), sum(3) / sum(2));
+    let ss = (sum(1) + sum(3)) / (sum(0) + sum(2));
+    eprintln!(
+        "  hhg calling thread, {steps} steps, thread CPU medians: update {:.1} ms of which {:.1} on the calling thread, pairs {:.1} ms of which {:.1}",
+        median(&col(0)),
+        median(&col(1)),
+        median(&col(2)),
+        median(&col(3)),
+    );
+    eprintln!(
+        "  hhg calling-thread shares (sums): update {:.3}, pairs {:.3}, step {:.3}; Amdahl caps at 16 workers {:.2}x, {:.2}x, {:.2}x",
+        su,
+        sd,
+        ss,
+        cap(su, 16.0),
+        cap(sd, 16.0),
+        cap(ss, 16.0)
+    );
 }
 
 /// Rows for the hierarchical hash grid and parry3d's BVH.
@@ -131,6 +222,7 @@ pub fn rows(setup: &Setup) -> Vec<ThreadRow> {
             want.count
         );
     }
+    calling_thread_share(&mut g, &mut sc, steps.max(6), &mut sinks);
     drop(g);
 
     // parry3d's BVH, rebuilt each step: serial, then its parallel pairs.

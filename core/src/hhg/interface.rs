@@ -141,18 +141,19 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord<B>>, A: Storag
     /// on `exec`: task `t` tests the boxes of occupied-cell records
     /// `2048·t ..` against their neighbourhoods, and the unbounded objects
     /// against those boxes (task 0 also tests the unbounded objects against
-    /// each other). The records are sorted first when due, on the calling
-    /// thread; the packed copy is made by tasks too (in a layout of its own,
-    /// see the `par` module's source). Each sink's pairs and their order
-    /// depend only on the stored boxes, never on the executor; the pairs of
-    /// all sinks are exactly those of
-    /// [`for_each_overlap`](Self::for_each_overlap). No memory beyond the
-    /// structure's: the copy lives in the record buffer as the serial one
-    /// does, plus about 3 KiB of stack.
+    /// each other). The records are sorted first when due, as
+    /// [`for_each_overlap`](Self::for_each_overlap) sorts them and into the
+    /// same order, by tasks over the grids' cells; the packed copy is made
+    /// by tasks too (in a layout of its own, see the `par` module's
+    /// source). Each sink's pairs and their order depend only on the stored
+    /// boxes, never on the executor; the pairs of all sinks are exactly
+    /// those of [`for_each_overlap`](Self::for_each_overlap). No memory
+    /// beyond the structure's: the copy lives in the record buffer as the
+    /// serial one does, plus at most about 6 KiB of stack (per-task counts
+    /// and offsets).
     ///
-    /// `O((n · g + p) / w)` on `w` workers, plus the `O(r log r)` sort of
-    /// the `r` records on the calling thread when due, as
-    /// [`for_each_overlap`](Self::for_each_overlap).
+    /// `O((n · g + p + c) / w)` on `w` workers (`c`: the grids' cells, when
+    /// the sort is due), plus `O(t)` on the calling thread for `t` tasks.
     ///
     /// # Errors
     /// [`Error::BufferTooSmall`] with fewer than

@@ -53,10 +53,10 @@
 //! The parallel forms take no memory beyond the above: the parallel update
 //! lists the boxes that change cell in the record buffer's packed-copy
 //! fields (scratch until the next detection) and keeps one 16-byte counter
-//! per task (at most 256) on the stack; the parallel detection makes its
-//! packed copy in the record buffer too, with a count and an offset per
-//! task (at most 256) on the stack, and writes its pairs into the caller's
-//! sinks.
+//! per task (at most 256) on the stack; the parallel detection sorts the
+//! records in place (through the grids' cells) and makes its packed copy in
+//! the record buffer too, with a count and an offset per task (at most 256)
+//! on the stack, and writes its pairs into the caller's sinks.
 
 mod config;
 mod detect;

@@ -269,7 +269,7 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord<B>>, A: Storag
 
     /// The box checks of the kind of box keyed `k` (an unbounded object
     /// takes infinite extents).
-    fn check_box(k: u32, b: &B) -> Result<(), Error> {
+    pub(super) fn check_box(k: u32, b: &B) -> Result<(), Error> {
         if k == KEY_UNBOUNDED {
             Self::check_unbounded(b)
         } else {
