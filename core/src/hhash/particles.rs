@@ -211,6 +211,11 @@ where
         positions: &[B::Point],
         radius: f32,
     ) -> Result<(), Error> {
+        if exec.workers() <= 1 {
+            // One worker: the serial build is the same table in fewer
+            // passes.
+            return self.build(positions, radius);
+        }
         let n = positions.len();
         let (tasks, grain) = task_split(n, BUILD_GRAIN, BUILD_TASKS);
         let check = |config: &HashConfig<B::Point>| {

@@ -175,6 +175,11 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
     /// assert_eq!(a.records(), b.records());
     /// ```
     pub fn par_build<E: Executor>(&mut self, exec: &E, boxes: &[B]) -> Result<(), Error> {
+        if exec.workers() <= 1 {
+            // One worker: the serial build gives the same records in fewer
+            // passes.
+            return self.build(boxes);
+        }
         self.par_build_from(exec, boxes)
     }
 
