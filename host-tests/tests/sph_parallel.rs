@@ -123,8 +123,11 @@ enum Order {
     Renumber,
     /// `par_step_sorted` (renumbering inside the step).
     Sorted,
-    /// `par_step_lists` with room for every list.
+    /// `par_step_lists` with room for every list (and for the parallel
+    /// renumbering's staging).
     Lists,
+    /// As `Lists`, surface tension off (the renumbering moves the normals).
+    ListsNoTension,
     /// `par_step_lists` with too little room: the gathers' fallback.
     ListsTooSmall,
 }
@@ -141,14 +144,22 @@ fn run<P: Point, E: Executor, N: NeighborSearch<P> + Sync>(
     let mut work = vec![GatherSlot::EMPTY; f.len()];
     let mut order = vec![0u32; f.len()];
     let mut offsets = vec![0u32; f.len() + 1];
-    let room = if how == Order::Lists {
+    if how == Order::ListsNoTension {
+        let mut p = *f.params();
+        p.surface_tension = 0.0;
+        f.set_params(p).unwrap();
+    }
+    let room = if matches!(how, Order::Lists | Order::ListsNoTension) {
         64 * f.len()
     } else {
         10
     };
     let mut indices = vec![0u32; room];
     for _ in 0..steps {
-        if matches!(how, Order::Lists | Order::ListsTooSmall) {
+        if matches!(
+            how,
+            Order::Lists | Order::ListsNoTension | Order::ListsTooSmall
+        ) {
             f.par_step_lists(
                 exec,
                 search,
@@ -238,6 +249,13 @@ fn bit_identical_for_every_executor_3d() {
         Order::Lists,
     );
     executors_agree::<Vec3, _>(
+        "3d sorted, par_step_lists, surface tension off",
+        || make::cell_sorted::<Vec3>(n, table),
+        24,
+        Integrator::Leapfrog,
+        Order::ListsNoTension,
+    );
+    executors_agree::<Vec3, _>(
         "3d linked, par_step_lists falling back to gathers",
         || make::linked::<Vec3>(n, table),
         24,
@@ -278,6 +296,13 @@ fn bit_identical_for_every_executor_2d() {
         120,
         Integrator::Leapfrog,
         Order::Sorted,
+    );
+    executors_agree::<Vec2, _>(
+        "2d sorted, par_step_lists",
+        || make::cell_sorted::<Vec2>(n, table),
+        120,
+        Integrator::Leapfrog,
+        Order::Lists,
     );
     executors_agree::<Vec2, _>(
         "2d linked, par_step_lists",
