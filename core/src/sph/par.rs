@@ -67,7 +67,7 @@ use super::boundary::ParCollider;
 use super::kernel::Kernels;
 use super::{Fluid, Integrator, ParticleState, SphParams, Stage, StageTimer, pair_acceleration};
 use crate::error::Error;
-use crate::exec::{Executor, Parts, task_count, task_split};
+use crate::exec::{Executor, Parts, task_split};
 use crate::geom::Point;
 use crate::storage::Storage;
 use crate::traits::{GATHER_GRAIN, NeighborSearch};
@@ -123,6 +123,17 @@ impl<P: Point> Default for GatherSlot<P> {
     }
 }
 
+/// Particles per task of the passes over the neighbour lists (before
+/// [`LIST_TASKS`] caps the count): a quarter of [`GATHER_GRAIN`], so that at
+/// 262 144 particles a pass has 256 tasks, 16 per worker on 16 cores, and a
+/// worker that starts its last task late holds the others back by a
+/// sixteenth of the pass rather than by a quarter.
+const LIST_GRAIN: usize = GATHER_GRAIN / 4;
+
+/// Most tasks of one list pass: the size of the density pass's per-task
+/// error array (`24·LIST_TASKS` bytes of stack).
+const LIST_TASKS: usize = 256;
+
 /// The caller's workspace of one step.
 struct Scratch<'a, P> {
     /// One gather slot per particle.
@@ -157,25 +168,21 @@ where
         return search.par_gather(exec, work, f);
     };
     let n = work.len().min(x.len());
-    exec.run(
-        task_count(n, GATHER_GRAIN),
-        Parts::chunks(&mut work[..n], GATHER_GRAIN),
-        |_, part| {
-            let start = part.start();
-            for (k, o) in part.into_slice().iter_mut().enumerate() {
-                let i = start + k;
-                let (Some(&xi), Some(&a), Some(&b)) =
-                    (x.get(i), offsets.get(i), offsets.get(i + 1))
-                else {
-                    continue;
-                };
-                for &j in indices.get(a as usize..b as usize).unwrap_or(&[]) {
-                    let d2 = x.get(j as usize).map_or(0.0, |&xj| xi.distance_squared(xj));
-                    f(i as u32, o, j, d2);
-                }
+    let (tasks, grain) = task_split(n, LIST_GRAIN, LIST_TASKS);
+    exec.run(tasks, Parts::chunks(&mut work[..n], grain), |_, part| {
+        let start = part.start();
+        for (k, o) in part.into_slice().iter_mut().enumerate() {
+            let i = start + k;
+            let (Some(&xi), Some(&a), Some(&b)) = (x.get(i), offsets.get(i), offsets.get(i + 1))
+            else {
+                continue;
+            };
+            for &j in indices.get(a as usize..b as usize).unwrap_or(&[]) {
+                let d2 = x.get(j as usize).map_or(0.0, |&xj| xi.distance_squared(xj));
+                f(i as u32, o, j, d2);
             }
-        },
-    );
+        }
+    });
     Ok(())
 }
 
@@ -795,50 +802,98 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
 
         timer.begin(Stage::Density);
         let self_density = m * k.poly6(0.0);
-        exec.run(tasks, Parts::chunks(&mut work[..], grain), |_, w| {
-            for g in w.into_slice() {
-                g.density = self_density;
-            }
-        });
-        gather_pass(exec, search, lists, x, work, |i, g, j, d2| {
-            if valid(i, j) {
-                g.density += m * k.poly6(d2);
-            } else {
-                g.bad = j;
-                g.density = f32::NAN;
-            }
-        })?;
-        // Density and pressure into the state; the sums restart for the
-        // next pass (normals, or the forces from gravity).
+        // The sums restart after the density for the next pass (normals, or
+        // the forces from gravity).
         let first = if p.surface_tension > 0.0 {
             P::ZERO
         } else {
             p.gravity
         };
-        let mut results = [None; STEP_TASKS];
-        exec.run(
-            tasks,
-            (
-                Parts::chunks(&mut st[..], grain),
-                Parts::chunks(&mut work[..], grain),
-                Parts::chunks(&mut results[..tasks], 1),
-            ),
-            |_, (ss, ws, mut r)| {
-                for (s, g) in ss.into_slice().iter_mut().zip(ws.into_slice()) {
-                    if g.density.is_nan()
-                        && let Some(r) = r.slice().first_mut()
-                        && r.is_none()
-                    {
-                        *r = Some(Error::UnknownId { id: g.bad });
+        let mut results = [None; LIST_TASKS];
+        let used = if let Some((offsets, indices)) = lists {
+            // One pass: the density is summed from the lists and written
+            // with the pressure straight into the state (the pass reads
+            // only the positions).
+            let (tasks, grain) = task_split(n, LIST_GRAIN, LIST_TASKS);
+            exec.run(
+                tasks,
+                (
+                    Parts::chunks(&mut st[..], grain),
+                    Parts::chunks(&mut work[..], grain),
+                    Parts::chunks(&mut results[..tasks], 1),
+                ),
+                |_, (ss, ws, mut r)| {
+                    let start = ss.start();
+                    let rows = ss.into_slice().iter_mut().zip(ws.into_slice());
+                    for (i, (s, g)) in (start..).zip(rows) {
+                        let mut rho = self_density;
+                        if let (Some(&xi), Some(&a), Some(&b)) =
+                            (x.get(i), offsets.get(i), offsets.get(i + 1))
+                        {
+                            for &j in indices.get(a as usize..b as usize).unwrap_or(&[]) {
+                                if valid(i as u32, j)
+                                    && let Some(&xj) = x.get(j as usize)
+                                {
+                                    rho += m * k.poly6(xi.distance_squared(xj));
+                                } else {
+                                    g.bad = j;
+                                    rho = f32::NAN;
+                                }
+                            }
+                        }
+                        if rho.is_nan()
+                            && let Some(r) = r.slice().first_mut()
+                            && r.is_none()
+                        {
+                            *r = Some(Error::UnknownId { id: g.bad });
+                        }
+                        s.density = rho;
+                        s.pressure = p.pressure(rho);
+                        g.sum = first;
                     }
-                    s.density = g.density;
-                    s.pressure = p.pressure(g.density);
-                    g.sum = first;
+                },
+            );
+            tasks
+        } else {
+            exec.run(tasks, Parts::chunks(&mut work[..], grain), |_, w| {
+                for g in w.into_slice() {
+                    g.density = self_density;
                 }
-            },
-        );
+            });
+            gather_pass(exec, search, None, x, work, |i, g, j, d2| {
+                if valid(i, j) {
+                    g.density += m * k.poly6(d2);
+                } else {
+                    g.bad = j;
+                    g.density = f32::NAN;
+                }
+            })?;
+            // Density and pressure into the state.
+            exec.run(
+                tasks,
+                (
+                    Parts::chunks(&mut st[..], grain),
+                    Parts::chunks(&mut work[..], grain),
+                    Parts::chunks(&mut results[..tasks], 1),
+                ),
+                |_, (ss, ws, mut r)| {
+                    for (s, g) in ss.into_slice().iter_mut().zip(ws.into_slice()) {
+                        if g.density.is_nan()
+                            && let Some(r) = r.slice().first_mut()
+                            && r.is_none()
+                        {
+                            *r = Some(Error::UnknownId { id: g.bad });
+                        }
+                        s.density = g.density;
+                        s.pressure = p.pressure(g.density);
+                        g.sum = first;
+                    }
+                },
+            );
+            tasks
+        };
         timer.end();
-        first_error(&results[..tasks])?;
+        first_error(&results[..used])?;
 
         if p.surface_tension > 0.0 {
             timer.begin(Stage::Normals);
