@@ -29,14 +29,15 @@
 //!   a permutation, a scatter into one bit per particle (`N/8` bytes, in
 //!   cache): marking `order[k]` for every `k` cannot be cut into disjoint
 //!   pieces per task without knowing the inverse permutation, and safe
-//!   Rust on stable cannot view the workspace as atomics. Measured at
-//!   262 144 particles: well under 0.1 % of a one-thread step.
+//!   Rust on stable cannot view the workspace as atomics. Measured on a
+//!   flowing dam break of 262 144 particles: 0.36 ms per renumbering,
+//!   0.12 % of a 620 ms one-thread step (thread CPU time).
 //! * [`Fluid::par_step_sorted`], which has no staging room (its `order`
 //!   holds the order), and `par_step_lists` with `indices` shorter than
 //!   [`STAGE_WORDS_PER_DIM`]`·d + 1` entries per particle, renumber in
-//!   place, cycle by cycle, on the calling thread (about 7 ms of a 520 ms
-//!   one-thread step at 262 144 particles when the fluid flows, so about
-//!   2 % serial: the 16-thread speed-up would be capped near 12×).
+//!   place, cycle by cycle, on the calling thread: 6.4–7.0 ms per
+//!   renumbering on the same dam break, two per leapfrog step, 2.1–2.3 % of
+//!   the step, which alone caps the 16-thread speed-up near 12× (Amdahl).
 //!
 //! The check that the particles are already in the search's order, the
 //! saving of the start state, the finiteness check and the restoring of
