@@ -32,8 +32,9 @@
 //!   Rust on stable cannot view the workspace as atomics. Measured on a
 //!   flowing dam break of 262 144 particles: 0.36 ms per renumbering,
 //!   0.12 % of a 620 ms one-thread step (thread CPU time).
-//! * [`Fluid::par_step_sorted`], which has no staging room (its `order`
-//!   holds the order), and `par_step_lists` with `indices` shorter than
+//! * [`Fluid::par_step_sorted`] given an `order` of `len()` entries only
+//!   (no staging room; with more it stages the renumbering there, in
+//!   tasks), and `par_step_lists` with `indices` shorter than
 //!   [`STAGE_WORDS_PER_DIM`]`·d + 1` entries per particle, renumber in
 //!   place, cycle by cycle, on the calling thread: 6.4–7.0 ms per
 //!   renumbering on the same dam break, two per leapfrog step, 2.1–2.3 % of
@@ -139,8 +140,9 @@ const LIST_TASKS: usize = 256;
 struct Scratch<'a, P> {
     /// One gather slot per particle.
     work: &'a mut [GatherSlot<P>],
-    /// The search's order, when the particles are kept in it.
-    order: Option<&'a mut [u32]>,
+    /// The search's order, when the particles are kept in it, and the
+    /// room after it (the renumbering's staging area if large enough).
+    order: Option<(&'a mut [u32], &'a mut [u32])>,
     /// Neighbour-list offsets and indices, when the lists are built once
     /// per evaluation (the offsets also hold the search's order).
     lists: Option<(&'a mut [u32], &'a mut [u32])>,
@@ -302,9 +304,12 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
     /// step would miss that path even when the caller renumbers between
     /// steps. Searches that keep their input order cost one `O(N)` check
     /// per build (in tasks). `order` holds one `u32` per particle (`4N`
-    /// bytes). The renumbering itself runs in place on the calling thread
-    /// (there is no staging room here); [`par_step_lists`](Self::par_step_lists)
-    /// runs it in tasks.
+    /// bytes); with that much the renumbering itself runs in place on the
+    /// calling thread. Given at least `(`[`STAGE_WORDS_PER_DIM`]`·d + 2)·len()`
+    /// entries (17 per particle in 3D, 12 in 2D: `68N` or `48N` bytes), the
+    /// entries past `len()` stage it and it runs in tasks, as in
+    /// [`par_step_lists`](Self::par_step_lists) (the same result either
+    /// way).
     ///
     /// Particle ids change (every particle's data moves with it, as with
     /// `renumber`); the result is deterministic and the same for every
@@ -333,14 +338,15 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
         T: StageTimer,
     {
         let n = self.len;
-        let available = order.len();
-        let order = order.get_mut(..n).ok_or(Error::BufferTooSmall {
-            needed: n,
-            available,
-        })?;
+        if order.len() < n {
+            return Err(Error::BufferTooSmall {
+                needed: n,
+                available: order.len(),
+            });
+        }
         let scratch = Scratch {
             work,
-            order: Some(order),
+            order: Some(order.split_at_mut(n)),
             lists: None,
         };
         self.par_step_with(exec, search, solids, timer, scratch)
@@ -775,7 +781,7 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
         // renumbering's staging area.
         let (order, stage) = match (&mut scratch.order, &mut scratch.lists) {
             (_, Some((offsets, indices))) => (offsets.get_mut(..n), Some(&mut **indices)),
-            (Some(order), None) => (Some(&mut **order), None),
+            (Some((order, rest)), None) => (Some(&mut **order), Some(&mut **rest)),
             (None, None) => (None, None),
         };
         let mut built = self.par_build_in_order(exec, search, order, stage);
