@@ -9,7 +9,8 @@
 //! acceleration are summed from its own neighbours into `i`'s slot of a
 //! caller-provided workspace ([`GatherSlot`]), while every other particle's
 //! state is only read; a short pass over contiguous chunks then moves the
-//! sums into the particles' state. Integration and walls run on contiguous
+//! sums into the particles' state (from neighbour lists, the density pass,
+//! which reads only positions, writes the state directly). Integration and walls run on contiguous
 //! chunks of particles, each task owning its chunk ([`Parts::chunks`]);
 //! obstacles too when there are few of them, otherwise through their broad
 //! phase on the calling thread ([`ParCollider`]: a broad-phase query takes
@@ -19,8 +20,8 @@
 //! # What runs on the calling thread
 //!
 //! Besides the obstacles' broad phase above and the search's own serial
-//! parts (its build, [`NeighborSearch::spatial_order`]'s copy), only
-//! `O(N)` bookkeeping that is a scatter:
+//! parts (its build, [`NeighborSearch::spatial_order`]'s copy), only the
+//! renumbering into the search's order, in part or in whole:
 //!
 //! * [`Fluid::par_step_lists`] renumbers the particles into the search's
 //!   order in tasks (a gather of every particle's live fields into the
@@ -31,7 +32,7 @@
 //!   pieces per task without knowing the inverse permutation, and safe
 //!   Rust on stable cannot view the workspace as atomics. Measured on a
 //!   flowing dam break of 262 144 particles: 0.36 ms per renumbering,
-//!   0.12 % of a 620 ms one-thread step (thread CPU time).
+//!   0.12 % of a 603 ms one-thread step (thread CPU time).
 //! * [`Fluid::par_step_sorted`] given an `order` of `len()` entries only
 //!   (no staging room; with more it stages the renumbering there, in
 //!   tasks), and `par_step_lists` with `indices` shorter than
@@ -59,11 +60,14 @@
 //! The workspace: one [`GatherSlot`] per particle, `4(d + 2)·N` bytes
 //! (`20N` in 3D, `16N` in 2D), on top of the fluid's `(24d + 8)·N` and the
 //! search's. The per-task results (errors, finiteness) live in fixed stack
-//! arrays of [`STEP_TASKS`] entries. [`Fluid::par_step_lists`]' parallel
-//! renumbering takes no memory of its own: it stages through `indices`,
-//! which needs `4(5d + 1)` bytes per particle for it (64 in 3D, 44 in 2D),
-//! less than the lists themselves (about 30 neighbours, 120 bytes, per
-//! particle at rest).
+//! arrays of [`STEP_TASKS`] entries (256 for the list passes' errors,
+//! 6 KiB). [`Fluid::par_step_lists`]' parallel renumbering takes no memory
+//! of its own: it stages through `indices`, which needs `4(5d + 1)` bytes
+//! per particle for it (64 in 3D, 44 in 2D), less than the lists
+//! themselves (about 30 neighbours, 120 bytes, per particle at rest).
+//! [`Fluid::par_step_sorted`] stages it in its `order` buffer when that
+//! holds `(5d + 2)` entries per particle (`68N` bytes in 3D, `48N` in 2D,
+//! instead of `4N`).
 
 use super::boundary::ParCollider;
 use super::kernel::Kernels;
