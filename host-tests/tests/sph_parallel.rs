@@ -121,10 +121,16 @@ enum Order {
     /// `par_step`, then `renumber` in the search's order after each step
     /// (and 40 more obstacles: the broad-phase path).
     Renumber,
-    /// `par_step_sorted` (renumbering inside the step).
+    /// `par_step_sorted` (renumbering inside the step, in place).
     Sorted,
-    /// `par_step_lists` with room for every list.
+    /// `par_step_sorted` with staging room in `order` (renumbering in
+    /// tasks).
+    SortedStaged,
+    /// `par_step_lists` with room for every list (and for the parallel
+    /// renumbering's staging).
     Lists,
+    /// As `Lists`, surface tension off (the renumbering moves the normals).
+    ListsNoTension,
     /// `par_step_lists` with too little room: the gathers' fallback.
     ListsTooSmall,
 }
@@ -139,16 +145,29 @@ fn run<P: Point, E: Executor, N: NeighborSearch<P> + Sync>(
 ) -> VecFluid<P> {
     let mut solids = solids_with::<P>(if how == Order::Renumber { 40 } else { 0 });
     let mut work = vec![GatherSlot::EMPTY; f.len()];
-    let mut order = vec![0u32; f.len()];
+    let order_len = if how == Order::SortedStaged {
+        17 * f.len()
+    } else {
+        f.len()
+    };
+    let mut order = vec![0u32; order_len];
     let mut offsets = vec![0u32; f.len() + 1];
-    let room = if how == Order::Lists {
+    if how == Order::ListsNoTension {
+        let mut p = *f.params();
+        p.surface_tension = 0.0;
+        f.set_params(p).unwrap();
+    }
+    let room = if matches!(how, Order::Lists | Order::ListsNoTension) {
         64 * f.len()
     } else {
         10
     };
     let mut indices = vec![0u32; room];
     for _ in 0..steps {
-        if matches!(how, Order::Lists | Order::ListsTooSmall) {
+        if matches!(
+            how,
+            Order::Lists | Order::ListsNoTension | Order::ListsTooSmall
+        ) {
             f.par_step_lists(
                 exec,
                 search,
@@ -160,7 +179,7 @@ fn run<P: Point, E: Executor, N: NeighborSearch<P> + Sync>(
             .unwrap();
             continue;
         }
-        if how == Order::Sorted {
+        if matches!(how, Order::Sorted | Order::SortedStaged) {
             f.par_step_sorted(exec, search, &mut solids, &mut (), &mut work, &mut order)
                 .unwrap();
             continue;
@@ -231,11 +250,25 @@ fn bit_identical_for_every_executor_3d() {
         Order::Sorted,
     );
     executors_agree::<Vec3, _>(
+        "3d sorted, par_step_sorted, staged",
+        || make::cell_sorted::<Vec3>(n, table),
+        24,
+        Integrator::Leapfrog,
+        Order::SortedStaged,
+    );
+    executors_agree::<Vec3, _>(
         "3d sorted, par_step_lists",
         || make::cell_sorted::<Vec3>(n, table),
         24,
         Integrator::Leapfrog,
         Order::Lists,
+    );
+    executors_agree::<Vec3, _>(
+        "3d sorted, par_step_lists, surface tension off",
+        || make::cell_sorted::<Vec3>(n, table),
+        24,
+        Integrator::Leapfrog,
+        Order::ListsNoTension,
     );
     executors_agree::<Vec3, _>(
         "3d linked, par_step_lists falling back to gathers",
@@ -261,6 +294,25 @@ fn bit_identical_for_every_executor_3d() {
     );
 }
 
+/// The renumbering staged in `order`'s spare room and run in tasks gives
+/// the same bits as the in-place one.
+#[test]
+fn staged_renumbering_matches_the_in_place_one() {
+    let n = 24usize.pow(3);
+    let table = table_len(n, 2);
+    let start = block::<Vec3>(24, Integrator::Leapfrog);
+    let search = || make::cell_sorted::<Vec3>(n, table);
+    let in_place = run(&Serial, &mut search(), start.clone(), 8, Order::Sorted);
+    let staged = run(
+        &Rayon::new(2).unwrap(),
+        &mut search(),
+        start,
+        8,
+        Order::SortedStaged,
+    );
+    assert!(bits(&in_place) == bits(&staged));
+}
+
 #[test]
 fn bit_identical_for_every_executor_2d() {
     let n = 120usize.pow(2);
@@ -278,6 +330,20 @@ fn bit_identical_for_every_executor_2d() {
         120,
         Integrator::Leapfrog,
         Order::Sorted,
+    );
+    executors_agree::<Vec2, _>(
+        "2d sorted, par_step_sorted, staged",
+        || make::cell_sorted::<Vec2>(n, table),
+        120,
+        Integrator::Leapfrog,
+        Order::SortedStaged,
+    );
+    executors_agree::<Vec2, _>(
+        "2d sorted, par_step_lists",
+        || make::cell_sorted::<Vec2>(n, table),
+        120,
+        Integrator::Leapfrog,
+        Order::Lists,
     );
     executors_agree::<Vec2, _>(
         "2d linked, par_step_lists",

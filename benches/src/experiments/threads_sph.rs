@@ -34,13 +34,21 @@
 //!   pool of each size) and spatium's `par_build` + `par_neighbor_lists` on
 //!   the same positions and radius.
 //!
+//! After the `par_step_lists` figure of each thread count, [`STAGE_STEPS`]
+//! more steps run with a [`StageClock`] and the section prints (to stderr,
+//! not in the table) the wall-clock ms per step of each [`Stage`] and of
+//! the rest (the untimed chunk passes: saving the start state, the
+//! finiteness check): a stage whose time does not shrink with threads is
+//! where the scaling stops. Renumbering into the hash's order is part of
+//! the neighbour-search stage.
+//!
 //! Each figure is the median wall-clock time of one step (one untimed
 //! warm-up step, then at least 5 steps and 1 s; 3 steps with `--quick` or
 //! from [`LARGE_N`] particles on, so that `--n 1000000` with five thread
 //! counts stays within about two minutes on 16 cores).
 
 use spatium::exec::Executor;
-use spatium::sph::{Fluid, GatherSlot, ParticleState, SphParams};
+use spatium::sph::{Fluid, GatherSlot, ParticleState, SphParams, Stage, StageTimer};
 use spatium::table::table_len;
 use spatium::{Aabb3, NeighborSearch, Vec3};
 use spatium_host::make::{self, VecCellSorted};
@@ -51,7 +59,7 @@ use splashsurf_lib::neighborhood_search::neighborhood_search_spatial_hashing_par
 
 use super::threads::{Setup, ThreadRow};
 use crate::TABLE_FACTOR;
-use crate::sph_scene::{SPH_SPACING, VecFluid};
+use crate::sph_scene::{SPH_SPACING, StageClock, VecFluid};
 
 /// Particles measured by default (`64³`).
 pub const DEFAULT_N: usize = 1 << 18;
@@ -67,6 +75,9 @@ pub const LARGE_N: usize = 500_000;
 /// has about 30 neighbours per particle with `h = 2·spacing`; the dam
 /// break compresses it a little).
 pub const LIST_ROOM: usize = 48;
+
+/// Steps timed per stage after each `par_step_lists` figure.
+pub const STAGE_STEPS: usize = 3;
 
 /// Parallel steps run (on every core) before the snapshot.
 pub const WARM_STEPS: usize = 4;
@@ -120,12 +131,16 @@ impl Rig {
     }
 
     fn par_step_lists<E: Executor>(&mut self, exec: &E) {
+        self.par_step_lists_timed(exec, &mut ());
+    }
+
+    fn par_step_lists_timed<E: Executor, T: StageTimer>(&mut self, exec: &E, timer: &mut T) {
         self.fluid
             .par_step_lists(
                 exec,
                 &mut self.hash,
                 &mut (),
-                &mut (),
+                timer,
                 &mut self.work,
                 (&mut self.offsets, &mut self.indices),
             )
@@ -207,6 +222,25 @@ fn median_steps(
     )
 }
 
+/// Prints the wall-clock ms per step of each stage of [`STAGE_STEPS`]
+/// `par_step_lists` steps on `exec`, and of the rest of the step.
+fn stage_split(rig: &mut Rig, exec: &HostExec, threads: usize) {
+    let mut clock = StageClock::default();
+    let start = std::time::Instant::now();
+    for _ in 0..STAGE_STEPS {
+        rig.par_step_lists_timed(exec, &mut clock);
+    }
+    let total = start.elapsed().as_nanos() as f64;
+    let per_step = |ns: f64| ns / 1e6 / STAGE_STEPS as f64;
+    let mut line = format!("    stages, {threads} threads, ms per step:");
+    for s in Stage::ALL {
+        line += &format!(" {} {:.2},", s.name(), per_step(clock.ns[s.index()] as f64));
+    }
+    let rest = total - clock.total_ns() as f64;
+    line += &format!(" rest {:.2} (of {:.2})", per_step(rest), per_step(total));
+    eprintln!("{line}");
+}
+
 /// The rows of the SPH section.
 pub fn rows(setup: &Setup) -> Vec<ThreadRow> {
     let want = setup
@@ -240,6 +274,7 @@ pub fn rows(setup: &Setup) -> Vec<ThreadRow> {
             m.0
         );
         rows.push(row("SPH step (par_step_lists)", "spatium", t, m));
+        stage_split(&mut rig, &exec, t);
     }
     if n < LARGE_N {
         for &t in &setup.threads {

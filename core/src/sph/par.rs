@@ -9,12 +9,41 @@
 //! acceleration are summed from its own neighbours into `i`'s slot of a
 //! caller-provided workspace ([`GatherSlot`]), while every other particle's
 //! state is only read; a short pass over contiguous chunks then moves the
-//! sums into the particles' state. Integration and walls run on contiguous
+//! sums into the particles' state (from neighbour lists, the density pass,
+//! which reads only positions, writes the state directly). Integration and walls run on contiguous
 //! chunks of particles, each task owning its chunk ([`Parts::chunks`]);
 //! obstacles too when there are few of them, otherwise through their broad
 //! phase on the calling thread ([`ParCollider`]: a broad-phase query takes
 //! `&mut self`, so it cannot be shared by workers safely). No `unsafe`, no
 //! allocation.
+//!
+//! # What runs on the calling thread
+//!
+//! Besides the obstacles' broad phase above and the search's own serial
+//! parts (its build, [`NeighborSearch::spatial_order`]'s copy), only the
+//! renumbering into the search's order, in part or in whole:
+//!
+//! * [`Fluid::par_step_lists`] renumbers the particles into the search's
+//!   order in tasks (a gather of every particle's live fields into the
+//!   lists' `indices`, free until the lists are written, then a copy back
+//!   in chunks); what stays serial is the check that the search's order is
+//!   a permutation, a scatter into one bit per particle (`N/8` bytes, in
+//!   cache): marking `order[k]` for every `k` cannot be cut into disjoint
+//!   pieces per task without knowing the inverse permutation, and safe
+//!   Rust on stable cannot view the workspace as atomics. Measured on a
+//!   flowing dam break of 262 144 particles: 0.36 ms per renumbering,
+//!   0.12 % of a 603 ms one-thread step (thread CPU time).
+//! * [`Fluid::par_step_sorted`] given an `order` of `len()` entries only
+//!   (no staging room; with more it stages the renumbering there, in
+//!   tasks), and `par_step_lists` with `indices` shorter than
+//!   [`STAGE_WORDS_PER_DIM`]`·d + 1` entries per particle, renumber in
+//!   place, cycle by cycle, on the calling thread: 6.4–7.0 ms per
+//!   renumbering on the same dam break, two per leapfrog step, 2.1–2.3 % of
+//!   the step, which alone caps the 16-thread speed-up near 12× (Amdahl).
+//!
+//! The check that the particles are already in the search's order, the
+//! saving of the start state, the finiteness check and the restoring of
+//! the particles after an error all run in tasks.
 //!
 //! # Determinism
 //!
@@ -31,13 +60,20 @@
 //! The workspace: one [`GatherSlot`] per particle, `4(d + 2)·N` bytes
 //! (`20N` in 3D, `16N` in 2D), on top of the fluid's `(24d + 8)·N` and the
 //! search's. The per-task results (errors, finiteness) live in fixed stack
-//! arrays of [`STEP_TASKS`] entries.
+//! arrays of [`STEP_TASKS`] entries (256 for the list passes' errors,
+//! 6 KiB). [`Fluid::par_step_lists`]' parallel renumbering takes no memory
+//! of its own: it stages through `indices`, which needs `4(5d + 1)` bytes
+//! per particle for it (64 in 3D, 44 in 2D), less than the lists
+//! themselves (about 30 neighbours, 120 bytes, per particle at rest).
+//! [`Fluid::par_step_sorted`] stages it in its `order` buffer when that
+//! holds `(5d + 2)` entries per particle (`68N` bytes in 3D, `48N` in 2D,
+//! instead of `4N`).
 
 use super::boundary::ParCollider;
 use super::kernel::Kernels;
 use super::{Fluid, Integrator, ParticleState, SphParams, Stage, StageTimer, pair_acceleration};
 use crate::error::Error;
-use crate::exec::{Executor, Parts, task_count, task_split};
+use crate::exec::{Executor, Parts, task_split};
 use crate::geom::Point;
 use crate::storage::Storage;
 use crate::traits::{GATHER_GRAIN, NeighborSearch};
@@ -49,6 +85,14 @@ pub const STEP_GRAIN: usize = 4096;
 /// Most tasks of one chunk pass: the size of the stack arrays holding the
 /// per-task results (an error each, `24·STEP_TASKS` bytes at most).
 pub const STEP_TASKS: usize = 64;
+
+/// Staging words per particle and dimension of the parallel renumbering in
+/// [`Fluid::par_step_lists`] (position, velocity, start position, start
+/// velocity and, with surface tension off, the normal); it also takes one
+/// bit per particle, so it runs out of place on the executor when
+/// `indices` has at least `STAGE_WORDS_PER_DIM·d + 1` entries per particle
+/// (16 in 3D, 11 in 2D), in place on the calling thread otherwise.
+pub const STAGE_WORDS_PER_DIM: usize = 5;
 
 /// One particle's slot of [`Fluid::par_step`]'s workspace: the sum a
 /// gather pass accumulates for it.
@@ -85,12 +129,24 @@ impl<P: Point> Default for GatherSlot<P> {
     }
 }
 
+/// Particles per task of the passes over the neighbour lists (before
+/// [`LIST_TASKS`] caps the count): a quarter of [`GATHER_GRAIN`], so that at
+/// 262 144 particles a pass has 256 tasks, 16 per worker on 16 cores, and a
+/// worker that starts its last task late holds the others back by a
+/// sixteenth of the pass rather than by a quarter.
+const LIST_GRAIN: usize = GATHER_GRAIN / 4;
+
+/// Most tasks of one list pass: the size of the density pass's per-task
+/// error array (`24·LIST_TASKS` bytes of stack).
+const LIST_TASKS: usize = 256;
+
 /// The caller's workspace of one step.
 struct Scratch<'a, P> {
     /// One gather slot per particle.
     work: &'a mut [GatherSlot<P>],
-    /// The search's order, when the particles are kept in it.
-    order: Option<&'a mut [u32]>,
+    /// The search's order, when the particles are kept in it, and the
+    /// room after it (the renumbering's staging area if large enough).
+    order: Option<(&'a mut [u32], &'a mut [u32])>,
     /// Neighbour-list offsets and indices, when the lists are built once
     /// per evaluation (the offsets also hold the search's order).
     lists: Option<(&'a mut [u32], &'a mut [u32])>,
@@ -119,26 +175,42 @@ where
         return search.par_gather(exec, work, f);
     };
     let n = work.len().min(x.len());
+    let (tasks, grain) = task_split(n, LIST_GRAIN, LIST_TASKS);
+    exec.run(tasks, Parts::chunks(&mut work[..n], grain), |_, part| {
+        let start = part.start();
+        for (k, o) in part.into_slice().iter_mut().enumerate() {
+            let i = start + k;
+            let (Some(&xi), Some(&a), Some(&b)) = (x.get(i), offsets.get(i), offsets.get(i + 1))
+            else {
+                continue;
+            };
+            for &j in indices.get(a as usize..b as usize).unwrap_or(&[]) {
+                let d2 = x.get(j as usize).map_or(0.0, |&xj| xi.distance_squared(xj));
+                f(i as u32, o, j, d2);
+            }
+        }
+    });
+    Ok(())
+}
+
+/// Whether `order` is the identity (`order[k] == k`), checked in tasks.
+fn par_is_identity<E: Executor>(exec: &E, order: &[u32]) -> bool {
+    let n = order.len();
+    let (tasks, grain) = task_split(n, STEP_GRAIN, STEP_TASKS);
+    let mut same = [true; STEP_TASKS];
     exec.run(
-        task_count(n, GATHER_GRAIN),
-        Parts::chunks(&mut work[..n], GATHER_GRAIN),
-        |_, part| {
-            let start = part.start();
-            for (k, o) in part.into_slice().iter_mut().enumerate() {
-                let i = start + k;
-                let (Some(&xi), Some(&a), Some(&b)) =
-                    (x.get(i), offsets.get(i), offsets.get(i + 1))
-                else {
-                    continue;
-                };
-                for &j in indices.get(a as usize..b as usize).unwrap_or(&[]) {
-                    let d2 = x.get(j as usize).map_or(0.0, |&xj| xi.distance_squared(xj));
-                    f(i as u32, o, j, d2);
-                }
+        tasks,
+        Parts::chunks(&mut same[..tasks], 1),
+        |t, mut flag| {
+            let lo = (t * grain).min(n);
+            let hi = (lo + grain).min(n);
+            let ok = (lo..hi).zip(&order[lo..hi]).all(|(k, &o)| o as usize == k);
+            if let Some(f) = flag.slice().first_mut() {
+                *f = ok;
             }
         },
     );
-    Ok(())
+    same[..tasks].iter().all(|&s| s)
 }
 
 /// The first error of the per-task results, in task order.
@@ -235,7 +307,13 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
     /// during a step, so without this the half-step build of a leapfrog
     /// step would miss that path even when the caller renumbers between
     /// steps. Searches that keep their input order cost one `O(N)` check
-    /// per build. `order` holds one `u32` per particle (`4N` bytes).
+    /// per build (in tasks). `order` holds one `u32` per particle (`4N`
+    /// bytes); with that much the renumbering itself runs in place on the
+    /// calling thread. Given at least `(`[`STAGE_WORDS_PER_DIM`]`·d + 2)·len()`
+    /// entries (17 per particle in 3D, 12 in 2D: `68N` or `48N` bytes), the
+    /// entries past `len()` stage it and it runs in tasks, as in
+    /// [`par_step_lists`](Self::par_step_lists) (the same result either
+    /// way).
     ///
     /// Particle ids change (every particle's data moves with it, as with
     /// `renumber`); the result is deterministic and the same for every
@@ -264,14 +342,15 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
         T: StageTimer,
     {
         let n = self.len;
-        let available = order.len();
-        let order = order.get_mut(..n).ok_or(Error::BufferTooSmall {
-            needed: n,
-            available,
-        })?;
+        if order.len() < n {
+            return Err(Error::BufferTooSmall {
+                needed: n,
+                available: order.len(),
+            });
+        }
         let scratch = Scratch {
             work,
-            order: Some(order),
+            order: Some(order.split_at_mut(n)),
             lists: None,
         };
         self.par_step_with(exec, search, solids, timer, scratch)
@@ -288,8 +367,12 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
     /// (about 30 per particle in a fluid at rest with `h = 2·spacing`). An
     /// evaluation whose lists do not fit in `indices` gathers through the
     /// search instead (slower, same physics; decided by the input alone, so
-    /// still the same for every executor). Memory: `4(N + 1) + 4·indices`
-    /// bytes on top of `par_step`'s.
+    /// still the same for every executor). Until the lists are written,
+    /// `indices` is also the staging area of the renumbering, which then
+    /// runs in tasks (see [the module](self)) if `indices` has at least
+    /// [`STAGE_WORDS_PER_DIM`]`·d + 1` entries per particle (16 in 3D, 11 in
+    /// 2D; fewer: in place on the calling thread, the same result). Memory:
+    /// `4(N + 1) + 4·indices` bytes on top of `par_step`'s.
     ///
     /// Particle ids change as with `par_step_sorted`; the result is
     /// deterministic and the same for every executor.
@@ -372,11 +455,10 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
                 Ok(())
             }
             Err(e) => {
-                let x = &mut self.positions.as_mut()[..n];
-                for (xi, s) in x.iter_mut().zip(&mut self.state.as_mut()[..n]) {
+                self.par_particles(exec, |xi, s| {
                     *xi = s.start_position;
                     s.velocity = s.start_velocity;
-                }
+                });
                 Err(e)
             }
         }
@@ -500,12 +582,15 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
 
     /// Builds `search` over the positions; with `order`, renumbers the
     /// particles into the search's order and builds again if they were not
-    /// in it.
+    /// in it: out of place on `exec` through `stage` if it has room
+    /// ([`par_permute_in_step`](Self::par_permute_in_step)), else in place
+    /// on the calling thread.
     fn par_build_in_order<E, N>(
         &mut self,
         exec: &E,
         search: &mut N,
         order: Option<&mut [u32]>,
+        stage: Option<&mut [u32]>,
     ) -> Result<(), Error>
     where
         E: Executor,
@@ -524,11 +609,110 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
             return Ok(());
         };
         search.spatial_order(order)?;
-        if order.iter().enumerate().all(|(k, &o)| o as usize == k) {
+        if par_is_identity(exec, order) {
             return Ok(());
         }
-        self.permute_in_step(order)?;
+        match stage {
+            Some(stage) => self.par_permute_in_step(exec, order, stage)?,
+            None => self.permute_in_step(order)?,
+        }
         search.par_build(exec, &self.positions.as_ref()[..n], h)
+    }
+
+    /// [`permute_in_step`](Self::permute_in_step) out of place, on `exec`:
+    /// one task pass gathers, for every new id `k`, the live fields of old
+    /// particle `order[k]` (position, velocity, start position and
+    /// velocity; the normal too when surface tension is off, as no
+    /// evaluation recomputes it) into `stage` as `f32` bits, a second
+    /// copies them back in place, each task on its own chunk of particles.
+    /// Density, pressure, acceleration (and the normal with surface
+    /// tension) stay where they are: the evaluation that follows
+    /// recomputes them. Before anything moves, `order` is checked to be a
+    /// permutation with one bit per particle at the head of `stage`: the
+    /// only serial part, `O(N)` over an `N/8`-byte bit set.
+    ///
+    /// With fewer than [`STAGE_WORDS_PER_DIM`]`·d + 1` entries of `stage`
+    /// per particle, the in-place form runs instead (same result).
+    ///
+    /// # Errors
+    /// As `permute_in_step`, with the same id.
+    fn par_permute_in_step<E: Executor>(
+        &mut self,
+        exec: &E,
+        order: &[u32],
+        stage: &mut [u32],
+    ) -> Result<(), Error> {
+        let n = self.len;
+        let d = P::DIM;
+        let room = (STAGE_WORDS_PER_DIM * d + 1).saturating_mul(n);
+        if stage.len() < room || order.len() != n {
+            return self.permute_in_step(order);
+        }
+        let keep_normal = self.params.surface_tension <= 0.0;
+        let w = d * if keep_normal { 5 } else { 4 };
+        let (seen, stage) = stage.split_at_mut(n.div_ceil(32));
+        // A permutation: every id below n, none twice; the first offender in
+        // `order` is reported, as by `permute_in_step`.
+        seen.fill(0);
+        for &id in order {
+            let i = id as usize;
+            let bit = 1u32 << (i % 32);
+            match seen.get_mut(i / 32) {
+                Some(word) if i < n && *word & bit == 0 => *word |= bit,
+                _ => return Err(Error::UnknownId { id }),
+            }
+        }
+        let stage = &mut stage[..w * n];
+        let (tasks, grain) = task_split(n, STEP_GRAIN, STEP_TASKS);
+        {
+            let x = &self.positions.as_ref()[..n];
+            let st = &self.state.as_ref()[..n];
+            exec.run(tasks, Parts::chunks(stage, grain * w), |_, part| {
+                let first = part.start() / w;
+                for (k, words) in (first..).zip(part.into_slice().chunks_exact_mut(w)) {
+                    let o = order.get(k).map_or(n, |&o| o as usize);
+                    let (Some(&xo), Some(so)) = (x.get(o), st.get(o)) else {
+                        continue;
+                    };
+                    let fields = [
+                        xo,
+                        so.velocity,
+                        so.start_position,
+                        so.start_velocity,
+                        so.normal,
+                    ];
+                    for (v, dst) in fields.iter().zip(words.chunks_exact_mut(d)) {
+                        for (a, word) in dst.iter_mut().enumerate() {
+                            *word = v.coord(a).to_bits();
+                        }
+                    }
+                }
+            });
+        }
+        let stage = &*stage;
+        let x = &mut self.positions.as_mut()[..n];
+        let st = &mut self.state.as_mut()[..n];
+        exec.run(
+            tasks,
+            (Parts::chunks(x, grain), Parts::chunks(st, grain)),
+            |_, (xs, ss)| {
+                let words = stage.get(xs.start() * w..).unwrap_or(&[]);
+                let rows = xs.into_slice().iter_mut().zip(ss.into_slice());
+                for ((xi, s), row) in rows.zip(words.chunks_exact(w)) {
+                    let field = |f: usize| {
+                        P::from_fn(|a| f32::from_bits(row.get(f * d + a).copied().unwrap_or(0)))
+                    };
+                    *xi = field(0);
+                    s.velocity = field(1);
+                    s.start_position = field(2);
+                    s.start_velocity = field(3);
+                    if keep_normal {
+                        s.normal = field(4);
+                    }
+                }
+            },
+        );
+        Ok(())
     }
 
     /// Renumbers the particles as `order` lists them (new id `k` = old id
@@ -597,12 +781,14 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
         let p: SphParams<P> = self.params;
         let m = p.mass;
         timer.begin(Stage::NeighborSearch);
-        let order = match (&mut scratch.order, &mut scratch.lists) {
-            (_, Some((offsets, _))) => offsets.get_mut(..n),
-            (Some(order), None) => Some(&mut **order),
-            (None, None) => None,
+        // With lists, `indices` is free until they are written: the
+        // renumbering's staging area.
+        let (order, stage) = match (&mut scratch.order, &mut scratch.lists) {
+            (_, Some((offsets, indices))) => (offsets.get_mut(..n), Some(&mut **indices)),
+            (Some((order, rest)), None) => (Some(&mut **order), Some(&mut **rest)),
+            (None, None) => (None, None),
         };
-        let mut built = self.par_build_in_order(exec, search, order);
+        let mut built = self.par_build_in_order(exec, search, order, stage);
         // The lists, if asked for and they fit (else the gathers).
         let mut lists = None;
         if built.is_ok()
@@ -627,50 +813,98 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
 
         timer.begin(Stage::Density);
         let self_density = m * k.poly6(0.0);
-        exec.run(tasks, Parts::chunks(&mut work[..], grain), |_, w| {
-            for g in w.into_slice() {
-                g.density = self_density;
-            }
-        });
-        gather_pass(exec, search, lists, x, work, |i, g, j, d2| {
-            if valid(i, j) {
-                g.density += m * k.poly6(d2);
-            } else {
-                g.bad = j;
-                g.density = f32::NAN;
-            }
-        })?;
-        // Density and pressure into the state; the sums restart for the
-        // next pass (normals, or the forces from gravity).
+        // The sums restart after the density for the next pass (normals, or
+        // the forces from gravity).
         let first = if p.surface_tension > 0.0 {
             P::ZERO
         } else {
             p.gravity
         };
-        let mut results = [None; STEP_TASKS];
-        exec.run(
-            tasks,
-            (
-                Parts::chunks(&mut st[..], grain),
-                Parts::chunks(&mut work[..], grain),
-                Parts::chunks(&mut results[..tasks], 1),
-            ),
-            |_, (ss, ws, mut r)| {
-                for (s, g) in ss.into_slice().iter_mut().zip(ws.into_slice()) {
-                    if g.density.is_nan()
-                        && let Some(r) = r.slice().first_mut()
-                        && r.is_none()
-                    {
-                        *r = Some(Error::UnknownId { id: g.bad });
+        let mut results = [None; LIST_TASKS];
+        let used = if let Some((offsets, indices)) = lists {
+            // One pass: the density is summed from the lists and written
+            // with the pressure straight into the state (the pass reads
+            // only the positions).
+            let (tasks, grain) = task_split(n, LIST_GRAIN, LIST_TASKS);
+            exec.run(
+                tasks,
+                (
+                    Parts::chunks(&mut st[..], grain),
+                    Parts::chunks(&mut work[..], grain),
+                    Parts::chunks(&mut results[..tasks], 1),
+                ),
+                |_, (ss, ws, mut r)| {
+                    let start = ss.start();
+                    let rows = ss.into_slice().iter_mut().zip(ws.into_slice());
+                    for (i, (s, g)) in (start..).zip(rows) {
+                        let mut rho = self_density;
+                        if let (Some(&xi), Some(&a), Some(&b)) =
+                            (x.get(i), offsets.get(i), offsets.get(i + 1))
+                        {
+                            for &j in indices.get(a as usize..b as usize).unwrap_or(&[]) {
+                                if valid(i as u32, j)
+                                    && let Some(&xj) = x.get(j as usize)
+                                {
+                                    rho += m * k.poly6(xi.distance_squared(xj));
+                                } else {
+                                    g.bad = j;
+                                    rho = f32::NAN;
+                                }
+                            }
+                        }
+                        if rho.is_nan()
+                            && let Some(r) = r.slice().first_mut()
+                            && r.is_none()
+                        {
+                            *r = Some(Error::UnknownId { id: g.bad });
+                        }
+                        s.density = rho;
+                        s.pressure = p.pressure(rho);
+                        g.sum = first;
                     }
-                    s.density = g.density;
-                    s.pressure = p.pressure(g.density);
-                    g.sum = first;
+                },
+            );
+            tasks
+        } else {
+            exec.run(tasks, Parts::chunks(&mut work[..], grain), |_, w| {
+                for g in w.into_slice() {
+                    g.density = self_density;
                 }
-            },
-        );
+            });
+            gather_pass(exec, search, None, x, work, |i, g, j, d2| {
+                if valid(i, j) {
+                    g.density += m * k.poly6(d2);
+                } else {
+                    g.bad = j;
+                    g.density = f32::NAN;
+                }
+            })?;
+            // Density and pressure into the state.
+            exec.run(
+                tasks,
+                (
+                    Parts::chunks(&mut st[..], grain),
+                    Parts::chunks(&mut work[..], grain),
+                    Parts::chunks(&mut results[..tasks], 1),
+                ),
+                |_, (ss, ws, mut r)| {
+                    for (s, g) in ss.into_slice().iter_mut().zip(ws.into_slice()) {
+                        if g.density.is_nan()
+                            && let Some(r) = r.slice().first_mut()
+                            && r.is_none()
+                        {
+                            *r = Some(Error::UnknownId { id: g.bad });
+                        }
+                        s.density = g.density;
+                        s.pressure = p.pressure(g.density);
+                        g.sum = first;
+                    }
+                },
+            );
+            tasks
+        };
         timer.end();
-        first_error(&results[..tasks])?;
+        first_error(&results[..used])?;
 
         if p.surface_tension > 0.0 {
             timer.begin(Stage::Normals);
@@ -782,6 +1016,69 @@ mod tests {
             assert!(xa.distance_squared(*xb) < 1e-8, "{xa:?} {xb:?}");
         }
         assert_eq!(b.steps(), 20);
+    }
+
+    #[test]
+    fn renumbering_out_of_place_matches_the_in_place_one() {
+        let domain = Aabb3::new(Vec3::ZERO, Vec3::new(0.3, 0.3, 0.3)).unwrap();
+        let block = Aabb3::new(Vec3::ZERO, Vec3::new(0.2, 0.15, 0.2)).unwrap();
+        for gamma in [1.0, 0.0] {
+            let mut params = SphParams::seed(domain, 0.025).unwrap();
+            params.surface_tension = gamma;
+            let mut a = Fluid::new([Vec3::ZERO; 512], [ParticleState::EMPTY; 512], params);
+            a.fill_block(block, 0.025, Vec3::ZERO).unwrap();
+            let n = a.len();
+            for (i, s) in a.state.as_mut()[..n].iter_mut().enumerate() {
+                let v = |k: u32| Vec3::new(i as f32, k as f32, -(i as f32));
+                s.velocity = v(1);
+                s.start_position = v(2);
+                s.start_velocity = v(3);
+                s.normal = v(4);
+            }
+            // A shuffle of 0..n (a fixed linear congruential sequence).
+            let mut order = [0u32; 512];
+            for (k, o) in order[..n].iter_mut().enumerate() {
+                *o = k as u32;
+            }
+            let mut r = 12345u32;
+            for k in (1..n).rev() {
+                r = r.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                order.swap(k, (r >> 8) as usize % (k + 1));
+            }
+            let order = &order[..n];
+            let mut b = a.clone();
+            let mut c = a.clone();
+            a.permute_in_step(order).unwrap();
+            let mut stage = [0u32; 16 * 512];
+            b.par_permute_in_step(&Serial, order, &mut stage).unwrap();
+            // Too little room: the in-place form.
+            c.par_permute_in_step(&Serial, order, &mut stage[..16 * n - 1])
+                .unwrap();
+            for f in [&b, &c] {
+                assert_eq!(f.positions(), a.positions());
+                for (sa, sb) in a.state().iter().zip(f.state()) {
+                    assert_eq!(sa.velocity, sb.velocity);
+                    assert_eq!(sa.start_position, sb.start_position);
+                    assert_eq!(sa.start_velocity, sb.start_velocity);
+                    if gamma == 0.0 {
+                        assert_eq!(sa.normal, sb.normal);
+                    }
+                }
+            }
+            // Not a permutation: the same first offender, nothing moved.
+            let mut bad = [0u32; 512];
+            bad[..n].copy_from_slice(order);
+            bad[7] = bad[3];
+            let before = b.clone();
+            let want = Err(Error::UnknownId { id: bad[3] });
+            assert_eq!(b.par_permute_in_step(&Serial, &bad[..n], &mut stage), want);
+            assert_eq!(b.positions(), before.positions());
+            bad[7] = n as u32;
+            let want = Err(Error::UnknownId { id: n as u32 });
+            assert_eq!(b.par_permute_in_step(&Serial, &bad[..n], &mut stage), want);
+            assert_eq!(b.positions(), before.positions());
+            assert_eq!(b.clone().permute_in_step(&bad[..n]), want);
+        }
     }
 
     #[test]
