@@ -35,7 +35,7 @@ use crate::exec::{Every, Executor, Parts, exclusive_prefix_sum, task_split};
 /// Particles per task of the build's passes.
 const BUILD_GRAIN: usize = 16 * 1024;
 /// Runs (occupied cells) per task of the sweeps.
-const RUN_GRAIN: usize = 512;
+const RUN_GRAIN: usize = 256;
 /// Most tasks of one call: per-task results live in stack arrays of this
 /// length (the grain widens beyond it).
 const MAX_TASKS: usize = 256;
