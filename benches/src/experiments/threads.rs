@@ -194,7 +194,7 @@ pub fn main(args: &[String]) -> ExitCode {
     }
     prov.finish();
     let report = format!(
-        "# Thread scaling\n\n{}\n\nWall-clock medians (one warm-up run, then at least 5 runs and 1 s); speed-up is each line's one-thread median over its own.\n\n{body}",
+        "# Thread scaling\n\n{}\n\nWall-clock medians (one warm-up run, then at least 5 runs and 1 s; the neighbour and broad-phase sections time their thread counts in interleaved rounds, the others one count after another); speed-up is each line's one-thread median over its own.\n\n{body}",
         prov.markdown()
     );
     if opts.flag("--print") {
