@@ -79,15 +79,16 @@ pub fn rows(setup: &Setup) -> Vec<ThreadRow> {
             .num_threads(t)
             .build()
             .expect("rayon pool");
-        let (ms, runs) = setup.wall_median(|| {
-            let h = pool.install(|| {
-                (0..TASKS)
-                    .into_par_iter()
-                    .map(|k| arithmetic(k, steps))
-                    .reduce(|| 0, |a, b| a ^ b)
-            });
-            assert_eq!(*want.get_or_insert(h), h, "arithmetic result");
-        });
+        // Each arithmetic kernel's 256 tasks on the pool, their results
+        // combined and checked against the first run's.
+        let kernel = |f: &(dyn Fn(usize) -> u64 + Sync), want: &mut Option<u64>| {
+            setup.wall_median(|| {
+                let h =
+                    pool.install(|| (0..TASKS).into_par_iter().map(f).reduce(|| 0, |a, b| a ^ b));
+                assert_eq!(*want.get_or_insert(h), h, "kernel result");
+            })
+        };
+        let (ms, runs) = kernel(&|k| arithmetic(k, steps), &mut want);
         rows.push(row(
             "ceiling: arithmetic, one dependent chain",
             t,
@@ -95,15 +96,7 @@ pub fn rows(setup: &Setup) -> Vec<ThreadRow> {
             ms,
             runs,
         ));
-        let (ms, runs) = setup.wall_median(|| {
-            let h = pool.install(|| {
-                (0..TASKS)
-                    .into_par_iter()
-                    .map(|k| throughput(k, steps / 4))
-                    .reduce(|| 0, |a, b| a ^ b)
-            });
-            assert_eq!(*want_wide.get_or_insert(h), h, "throughput result");
-        });
+        let (ms, runs) = kernel(&|k| throughput(k, steps / 4), &mut want_wide);
         rows.push(row(
             "ceiling: arithmetic, 32 independent chains",
             t,

@@ -852,15 +852,7 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
                                 }
                             }
                         }
-                        if rho.is_nan()
-                            && let Some(r) = r.slice().first_mut()
-                            && r.is_none()
-                        {
-                            *r = Some(Error::UnknownId { id: g.bad });
-                        }
-                        s.density = rho;
-                        s.pressure = p.pressure(rho);
-                        g.sum = first;
+                        store_density(s, g, rho, r.slice(), &p, first);
                     }
                 },
             );
@@ -889,15 +881,8 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
                 ),
                 |_, (ss, ws, mut r)| {
                     for (s, g) in ss.into_slice().iter_mut().zip(ws.into_slice()) {
-                        if g.density.is_nan()
-                            && let Some(r) = r.slice().first_mut()
-                            && r.is_none()
-                        {
-                            *r = Some(Error::UnknownId { id: g.bad });
-                        }
-                        s.density = g.density;
-                        s.pressure = p.pressure(g.density);
-                        g.sum = first;
+                        let rho = g.density;
+                        store_density(s, g, rho, r.slice(), &p, first);
                     }
                 },
             );
@@ -970,6 +955,29 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
         timer.end();
         Ok(())
     }
+}
+
+/// Writes a summed density and its pressure into a particle's state and
+/// starts its slot's next sum at `first`; a NaN density (a bad neighbour
+/// id met while summing) is recorded as the task's first error.
+#[inline(always)]
+fn store_density<P: Point>(
+    s: &mut ParticleState<P>,
+    g: &mut GatherSlot<P>,
+    rho: f32,
+    result: &mut [Option<Error>],
+    p: &SphParams<P>,
+    first: P,
+) {
+    if rho.is_nan()
+        && let Some(r) = result.first_mut()
+        && r.is_none()
+    {
+        *r = Some(Error::UnknownId { id: g.bad });
+    }
+    s.density = rho;
+    s.pressure = p.pressure(rho);
+    g.sum = first;
 }
 
 #[cfg(test)]
