@@ -6,6 +6,8 @@
 //!
 //! `cargo run --release -p spatium-benches --bin hhash_probe -- [SEGMENTS] [REPS] [SCHEME] [N...]`
 //! (`SCHEME`: `both`, `hier` or `multi`, the latter two for `perf`).
+//! `HHASH_SLOTS=K` sizes the table at `K` buckets per object instead of the
+//! paper's [`SLOTS_PER_OBJECT`].
 
 use spatium::hhash::{Candidates, HashConfig, Hierarchical, Multilevel, Scheme};
 use spatium::table::{SLOTS_PER_OBJECT, table_len};
@@ -24,7 +26,11 @@ fn build<S: Scheme>(objects: &[Aabb2]) -> VecClassHash<S, Aabb2> {
         .chain([SEGMENT_MAX]);
     let config = HashConfig::from_sizes(1.0, sizes).expect("sizes");
     let pool = config.entries_for(objects, 0).expect("range") as usize;
-    let table = table_len(objects.len(), SLOTS_PER_OBJECT);
+    let per_object = std::env::var("HHASH_SLOTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(SLOTS_PER_OBJECT);
+    let table = table_len(objects.len(), per_object);
     let mut h = make::class_hash::<S, Aabb2>(objects.len(), table, pool, 0, config);
     for (i, b) in objects.iter().enumerate() {
         h.insert(i as u32, *b).expect("insert");
