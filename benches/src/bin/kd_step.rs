@@ -15,8 +15,16 @@
 //! kept across steps) is built on the step's boxes and swept for exact
 //! pairs. Prints the medians over those steps of the build (and its
 //! phases), the sweep and their sum (thread CPU time). `KD_SNAP=path`
-//! keeps the steps' boxes in a file (read when present), `KD_RAW=1` also
-//! counts the last step's raw candidates.
+//! keeps the steps' boxes in a file (read when present), `KD_BITS=b` fixes
+//! the bits per axis, `KD_RAW=1` also
+//! counts the last step's raw candidates. `KD_PARRY=1` then times parry's
+//! `Bvh` on the same snapshots in the same run, as the report's "parry
+//! refit" does ([`spatium_benches::bp_peers::ParryBvh`]): built on the
+//! first snapshot (untimed), then per later snapshot a refit and its
+//! overlapping pairs; the median over those steps (steps 1 to `steps − 1`
+//! after its build: a refitted tree slows as the boxes move, so early steps
+//! favour parry over the report's steps 10–30) and the last step's pair
+//! count, which must equal the kd-tree's.
 
 use spatium::Inspect;
 use spatium::kdtree::{BuildPhase, Candidates, KdConfig, KdRecord, LinearKdTree, LocCode, Split};
@@ -197,6 +205,29 @@ fn settle_run<K: LocCode>(n: usize, config: KdConfig<Aabb3>, from: usize, steps:
         median(&totals) * 1e6 / n as f64,
         2.0 * s.records as f64 * size_of::<KdRecord<K>>() as f64 / n as f64,
     );
+    if std::env::var_os("KD_PARRY").is_some() && snaps.len() > 1 {
+        let mut bvh = spatium_benches::bp_peers::ParryBvh::new(&snaps[0]);
+        let mut refits = Vec::new();
+        let mut last = 0u64;
+        for boxes in &snaps[1..] {
+            let (p, t) = time(|| {
+                bvh.refit(boxes);
+                let mut p = 0u64;
+                bvh.for_each_overlap(|_, _| p += 1);
+                p
+            });
+            last = p;
+            refits.push(t.cpu_ms());
+        }
+        println!(
+            "parry refit + pairs: median {:.1} ms over steps {}..{} (built on step {}), last step {last} pairs (kd: {pairs}){}",
+            median(&refits),
+            from + 2,
+            from + steps,
+            from + 1,
+            if last == pairs { "" } else { " MISMATCH" },
+        );
+    }
 }
 
 fn main() {
@@ -215,7 +246,15 @@ fn main() {
         };
         let from = args.get(5).and_then(|s| s.parse().ok()).unwrap_or(40);
         let steps = args.get(6).and_then(|s| s.parse().ok()).unwrap_or(11);
-        let config = KdConfig::DEFAULT.with_split(split).expect("split");
+        // `KD_BITS=b`: bits per axis (default: chosen from the scene).
+        let bits: u8 = std::env::var("KD_BITS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        let config = KdConfig::DEFAULT
+            .with_split(split)
+            .expect("split")
+            .with_bits_per_axis(bits);
         match args.get(3).map(String::as_str) {
             Some("u32") => settle_run::<u32>(n, config, from, steps),
             _ => settle_run::<u64>(n, config, from, steps),

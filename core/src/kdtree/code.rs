@@ -97,6 +97,32 @@ pub trait LocCode:
     /// codes; no population count needed, which baseline x86-64 lacks), or
     /// the rank (`u128`).
     fn sort_digit(key: Self, depth: u32, shift: u32, mask: usize) -> usize;
+    /// A sort key can stand in a record's key during a serial radix sort
+    /// (`u32` and `u64` codes, for depths where
+    /// [`direct_sort_bits`](Self::direct_sort_bits) is at most `BITS`; see
+    /// [`to_sort_key`](Self::to_sort_key)).
+    #[doc(hidden)]
+    const DIRECT_SORT: bool;
+    /// Width of [`to_sort_key`](Self::to_sort_key)'s value: `depth` bits of
+    /// path, then the length (one bit less than
+    /// [`sort_bits`](Self::sort_bits): the path's lowest bit, below the end
+    /// marker's lowest place, is always 0).
+    #[doc(hidden)]
+    fn direct_sort_bits(depth: u32) -> u32 {
+        depth + len_bits(depth)
+    }
+    /// A sort key in the prefix order as a value of the type (the path
+    /// without its always-zero lowest bit, then the length), when
+    /// [`direct_sort_bits`](Self::direct_sort_bits) is at most `BITS`
+    /// (`DIRECT_SORT` types).
+    #[doc(hidden)]
+    fn to_sort_key(key: Self, depth: u32) -> Self;
+    /// The node key back from [`to_sort_key`](Self::to_sort_key)'s value.
+    #[doc(hidden)]
+    fn from_sort_key(sk: Self, depth: u32) -> Self;
+    /// `(self >> shift) & mask` (`shift < BITS`).
+    #[doc(hidden)]
+    fn digit(self, shift: u32, mask: usize) -> usize;
     /// The largest value (never a valid key).
     const MAX: Self;
     /// Trailing zero bits (`BITS` for zero).
@@ -172,6 +198,27 @@ macro_rules! loc_code {
             fn sort_digit(key: Self, depth: u32, shift: u32, mask: usize) -> usize {
                 let f: fn($t, u32, u32, usize) -> usize = $sort_digit;
                 f(key, depth, shift, mask)
+            }
+
+            const DIRECT_SORT: bool = <$t>::BITS < 128;
+
+            #[inline(always)]
+            fn to_sort_key(key: Self, depth: u32) -> Self {
+                let lb = len_bits(depth);
+                (((key & key.wrapping_sub(1)) >> 1).wrapping_shl(lb))
+                    | (depth - key.trailing_zeros()) as $t
+            }
+
+            #[inline(always)]
+            fn from_sort_key(sk: Self, depth: u32) -> Self {
+                let lb = len_bits(depth);
+                let len = (sk & ((1 << lb) - 1)) as u32;
+                ((sk >> lb) << 1) | (1 as $t).wrapping_shl(depth.wrapping_sub(len))
+            }
+
+            #[inline(always)]
+            fn digit(self, shift: u32, mask: usize) -> usize {
+                (self.wrapping_shr(shift)) as usize & mask
             }
 
             #[inline(always)]
@@ -318,6 +365,62 @@ mod tests {
                 assert_eq!(<u64 as LocCode>::contains(a.3, b.3), prefix);
             }
         }
+    }
+
+    /// The sort key held in a record's key (direct radix sort) has the
+    /// digits of `sort_digit` and gives the node key back, for every node of
+    /// small trees and random nodes of the deepest trees it serves.
+    fn direct_sort_keys<K: LocCode>() {
+        let mut st = 0x9E37_79B9_7F4A_7C15u64;
+        let mut prev: Option<(K, K)> = None;
+        let full = |key: K, depth: u32| {
+            (0..K::sort_bits(depth)).step_by(8).fold(0u128, |v, s| {
+                v | (K::sort_digit(key, depth, s, 255) as u128) << s
+            })
+        };
+        for depth in 1..K::BITS {
+            if K::direct_sort_bits(depth) > K::BITS {
+                continue;
+            }
+            for i in 0..4000u64 {
+                st ^= st << 13;
+                st ^= st >> 7;
+                st ^= st << 17;
+                let len = if depth <= 9 {
+                    (i % (depth as u64 + 1)) as u32
+                } else {
+                    (st % (depth as u64 + 1)) as u32
+                };
+                let code = K::from_u128((st as u128) & ((1u128 << depth) - 1));
+                let key = K::node_key(code, depth, len);
+                let sk = K::to_sort_key(key, depth);
+                assert_eq!(K::from_sort_key(sk, depth), key, "depth {depth} len {len}");
+                assert!(sk.to_u128() < 1u128 << K::direct_sort_bits(depth));
+                for shift in (0..K::direct_sort_bits(depth)).step_by(3) {
+                    assert_eq!(sk.digit(shift, 7), (sk.to_u128() >> shift) as usize & 7);
+                }
+                // Same order as the sort key of `sort_digit`.
+                if let Some((pk, psk)) = prev {
+                    assert_eq!(
+                        full(pk, depth).cmp(&full(key, depth)),
+                        psk.cmp(&sk),
+                        "depth {depth}"
+                    );
+                }
+                prev = Some((key, sk));
+            }
+            prev = None;
+        }
+    }
+
+    #[test]
+    fn direct_sort_keys_round_trip() {
+        assert_eq!(
+            [u32::DIRECT_SORT, u64::DIRECT_SORT, u128::DIRECT_SORT],
+            [true, true, false]
+        );
+        direct_sort_keys::<u32>();
+        direct_sort_keys::<u64>();
     }
 
     #[test]

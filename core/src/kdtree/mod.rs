@@ -21,7 +21,11 @@
 //!    node depth in just enough bits), or `sort_unstable`
 //!    ([`SortAlgo`]); with [`KdConfig::with_temporal_reuse`], the previous
 //!    order is kept and repaired by a bounded insertion sort when boxes move
-//!    little (§7.1).
+//!    little (§7.1). Where the sort key fits the code type (`u32` codes up
+//!    to depth 27, `u64` up to 58: the path less its always-zero lowest
+//!    bit, then the depth), the serial build writes the sort key itself in
+//!    each record's key, so a digit is a shift and a mask, and the pass over
+//!    the top digit writes the node keys back.
 //! 5. **Compact boxes**: once sorted, the scratch buffer is free; it
 //!    receives one compact box per record, at the record's index (the box
 //!    on a grid `2^k` times finer than the cells, two words of one lane per
@@ -948,6 +952,14 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
         let mut written = 0usize;
         let mut seen = 0usize;
         let mut splitter = Splitter::<K>::new();
+        // With the radix sort and a sort key that fits the code type, the
+        // records hold their sort keys until sorted (each digit is then a
+        // shift and a mask), and their node keys after.
+        let direct = self.config.sort == SortAlgo::Radix
+            && K::DIRECT_SORT
+            && K::direct_sort_bits(frame.depth) <= K::BITS;
+        let depth = frame.depth;
+        let key_of = |k: K| if direct { K::to_sort_key(k, depth) } else { k };
         for id in 0..src.id_bound() {
             let Some(b) = src.get(id) else { continue };
             seen += 1;
@@ -964,7 +976,7 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
                 let count = pieces.len();
                 if count <= room {
                     for p in pieces {
-                        recs[written] = KdRecord::new(p.key, id, count, p.index);
+                        recs[written] = KdRecord::new(key_of(p.key), id, count, p.index);
                         written += 1;
                     }
                     if count > 1 {
@@ -974,20 +986,30 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
                 }
                 stats.unsplit_for_room += 1;
             }
-            recs[written] = KdRecord::new(frame.whole_key::<K>(&q).0, id, 1, 0);
+            recs[written] = KdRecord::new(key_of(frame.whole_key::<K>(&q).0), id, 1, 0);
             written += 1;
         }
         stats.records = written;
         mark(BuildPhase::Coded);
         match self.config.sort {
             SortAlgo::Radix => {
-                let (in_scratch, passes) = sort::radix(
+                let (recs, scratch) = (
                     &mut self.records.as_mut()[..written],
                     &mut self.scratch.as_mut()[..written],
-                    frame.depth,
                 );
+                let (in_scratch, passes, converted) = if direct {
+                    sort::radix_direct(recs, scratch, depth)
+                } else {
+                    let (in_scratch, passes) = sort::radix(recs, scratch, depth);
+                    (in_scratch, passes, true)
+                };
                 if in_scratch {
                     core::mem::swap(&mut self.records, &mut self.scratch);
+                }
+                if !converted {
+                    for r in &mut self.records.as_mut()[..written] {
+                        r.key = K::from_sort_key(r.key, depth);
+                    }
                 }
                 stats.sort_passes = passes;
             }
