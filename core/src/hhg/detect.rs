@@ -57,23 +57,7 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord<B>>, A: Storag
     /// that detection walks every grid front to back. `O(r log r)` for `r`
     /// occupied cells; [`BroadPhase::for_each_overlap`] calls it when an eighth
     /// of the records are new or moved since the last time.
-    ///
-    /// On hosts the records are put in order as the parallel detection does
-    /// it, on the calling thread: two sweeps over the grids' cells and no
-    /// comparison sort, `O(c + r)` for `c` cells (at 10⁶ moving cubes, 537 000
-    /// records in 16.8 M cells, about 21 ms against 24 ms); firmware keeps
-    /// the comparison sort, whose code is smaller. Both give the one order
-    /// (the keys are unique).
     pub fn sort_records(&mut self) {
-        #[cfg(not(target_os = "none"))]
-        self.par_sort_records(&crate::exec::Serial);
-        #[cfg(target_os = "none")]
-        self.sort_records_by_key();
-    }
-
-    /// [`sort_records`](Self::sort_records) by a comparison sort of the
-    /// records, then the cells pointed at them again.
-    pub(super) fn sort_records_by_key(&mut self) {
         if !self.grid_mode {
             return;
         }

@@ -390,11 +390,11 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord<B>>, A: Storag
     /// the stack (at most `256 / g` tasks for each of `g` grids).
     /// `O(c / w)` for `c` cells of the grids on `w` workers, plus `O(t)` on
     /// the calling thread for `t` tasks.
-    pub(super) fn par_sort_records<E: Executor>(&mut self, exec: &E) {
+    fn par_sort_records<E: Executor>(&mut self, exec: &E) {
         let nrec = self.nrec as usize;
         let grids = self.active.count_ones() as usize;
         if !self.grid_mode || grids == 0 {
-            self.sort_records_by_key();
+            self.sort_records();
             return;
         }
         let most = SORT_TASKS / grids;
@@ -741,7 +741,7 @@ mod tests {
             g.insert(id, b).unwrap();
         }
         let mut h = g.clone();
-        g.sort_records_by_key();
+        g.sort_records();
         h.par_sort_records(&Serial);
         let n = g.nrec as usize;
         for p in 0..n {
