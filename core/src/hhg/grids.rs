@@ -142,7 +142,8 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord<B>>, A: Storag
 
     /// Whether every coordinate of `b` is within [`HHG_RANGE_CELLS`] cells of
     /// a level of inverse cell size `inv` (the range test of
-    /// [`fits_at`](Self::fits_at)).
+    /// [`fits_at`](Self::fits_at)); used by the in-place `update_all`.
+    #[cfg(any(test, target_os = "none"))]
     #[inline(always)]
     pub(super) fn in_range(inv: f32, b: &B) -> bool {
         let (lo, hi) = (b.min(), b.max());

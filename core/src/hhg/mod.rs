@@ -50,6 +50,12 @@
 //! [`BroadPhase::par_for_each_overlap`]), `stats` ([`Inspect`]), `validate`
 //! and `interface` (the [`BroadPhase`] implementation).
 //!
+//! On hosts, [`HierarchicalHashGrid::update_all`] is the parallel update
+//! run on the calling thread (one pass checks every box and lists those
+//! that change cell, a second writes the boxes, a third relinks the listed
+//! ones): the same result as the in-place passes, which firmware
+//! (`target_os = "none"`) keeps because their code is smaller.
+//!
 //! The parallel forms take no memory beyond the above: the parallel update
 //! lists the boxes that change cell in the record buffer's packed-copy
 //! fields (scratch until the next detection) and keeps one 16-byte counter

@@ -25,10 +25,14 @@
 //!    cells and records; loads of the coming movers' words issued ahead,
 //!    tried, did not shorten it).
 //!
+//! On hosts `update_all` itself runs these passes on the calling thread
+//! (on [`Serial`](crate::exec::Serial)); firmware keeps the in-place form
+//! (one check pass, then one move pass, each box moved where it is met).
+//!
 //! The relinks are the serial update's own, in its order, and nothing else
 //! the serial update does depends on the order (a box that stays in its
 //! cell only has its box written), so the structure ends bit-identical to
-//! `update_all`'s. A box that changes grid may make or grow a grid, which
+//! the in-place form's (a unit test in `update.rs` compares them). A box that changes grid may make or grow a grid, which
 //! rehashes other boxes; when any box changes grid (or is too large for
 //! every grid), and for [`UpdateStrategy::ClearAndReinsert`], pass 2 and 3
 //! are the serial moves instead (the checks stay parallel).
