@@ -26,8 +26,8 @@ use spatium::hhash::{ClassHash, HashBucket, HashEntry, Hierarchical, Multilevel}
 use spatium::sph::{Fluid, ParticleState, SphParams, Stage, StageTimer};
 use spatium::table::table_len;
 use spatium::{
-    Aabb3, BruteForceNeighbors, CandidatePair, Error, NeighborPair, NeighborSearch, PairCache,
-    Point, Vec3, VerletCache,
+    Aabb3, BruteForceNeighbors, Error, NeighborPair, NeighborSearch, PairCache, Point, Vec3,
+    VerletCache,
 };
 use spatium_host::make::{self, VecBucket, VecCellSorted, VecClassHash, VecLinked};
 use splashsurf_lib::Aabb3d;
@@ -450,12 +450,12 @@ fn cached<N>(inner: N, n: usize) -> Cached<N> {
 /// The Verlet skin of [`Structure::SortedSkin`], in units of `h`.
 pub const SKIN: f32 = 0.25;
 
-/// Candidate slots per particle of [`Structure::SortedSkin`]: about
-/// `(1 + SKIN)³ ≈ 2` times the pairs.
+/// Candidate list entries per particle of [`Structure::SortedSkin`]: about
+/// `(1 + SKIN)³ ≈ 2` times the pairs, plus a run header of two.
 pub const CANDIDATES_PER_PARTICLE: usize = 64;
 
 /// A search behind `spatium::VerletCache` over `Vec`s.
-pub type Skinned<N> = VerletCache<N, Vec<Vec3>, Vec<CandidatePair>, Vec<NeighborPair>>;
+pub type Skinned<N> = VerletCache<N, Vec<Vec3>, Vec<u32>, Vec<NeighborPair>>;
 
 /// `inner` behind a Verlet skin of [`SKIN`]` · h` (the seed preset's `h` at
 /// [`SPH_SPACING`]), sized for `n` particles.
@@ -463,7 +463,7 @@ fn skinned<N>(inner: N, n: usize) -> Skinned<N> {
     VerletCache::new(
         inner,
         vec![Vec3::ZERO; n],
-        vec![[0, 0]; CANDIDATES_PER_PARTICLE * n],
+        vec![0; CANDIDATES_PER_PARTICLE * n],
         vec![NeighborPair::EMPTY; PAIRS_PER_PARTICLE * n],
         SKIN * 2.0 * SPH_SPACING,
     )

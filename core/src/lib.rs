@@ -25,14 +25,15 @@
 //! | [`kdtree::KdBroadPhase`] | `24C + 2R · r` | `16C + 2R · r` |
 //! | [`hhash::HierarchicalHash`], [`hhash::MultilevelHash`] | `40C + 8T + 8E + 12N` | `32C + 8T + 8E + 8N` |
 //! | [`PairCache`] (over a search) | `12Q` | `12Q` |
-//! | [`VerletCache`] (over a search) | `12N + 8K + 12Q` | `8N + 8K + 12Q` |
+//! | [`VerletCache`] (over a search) | `12N + 4K + 12Q` | `8N + 4K + 12Q` |
 //! | [`sph::Fluid`] | `80N` | `56N` |
 //! | [`sph::boundary::Obstacles`] (over a broad phase) | `52C` | `36C` |
 //!
 //! (`T` table slots, `N` particles, `C` ids, `A` arena words, `R` kd-tree
 //! records of `r` = 8 / 16 / 32 bytes for `u32` / `u64` / `u128` codes —
 //! 24 for `u128` on 32-bit ARM, which aligns `u128` to 8 —, `E` hash pool
-//! entries, `Q` cached pairs, `K` Verlet candidates.)
+//! entries, `Q` cached pairs, `K` Verlet candidate entries: candidates plus
+//! two per run of pairs with one first id, at most `2N`.)
 //!
 //! ## Traits
 //!
@@ -114,7 +115,7 @@ pub use hhash::{
 pub use hhg::{HhgConfig, HhgRecord, HhgSlot, HhgStats, HierarchicalHashGrid, UpdateStrategy};
 pub use inspect::{BruteStats, Inspect, SearchStats};
 pub use kdtree::{KdBroadPhase, KdConfig, KdRecord, KdSlot, KdStats, LinearKdTree};
-pub use pair_cache::{CandidatePair, NeighborPair, PairCache, PairCacheStats, VerletCache};
+pub use pair_cache::{NeighborPair, PairCache, PairCacheStats, VerletCache};
 pub use sph::boundary::{Obstacle, Obstacles};
 pub use sph::{Fluid, FluidStats, ParticleState, SphParams};
 pub use storage::Storage;

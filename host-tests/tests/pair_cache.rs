@@ -120,7 +120,7 @@ fn check_verlet<P: Point>() {
             let mut v = VerletCache::new(
                 make::cell_sorted::<P>(n, table),
                 vec![P::ZERO; n],
-                vec![[0u32; 2]; cands],
+                vec![0u32; cands],
                 vec![NeighborPair::EMPTY; cap],
                 skin,
             );
@@ -194,4 +194,100 @@ fn verlet_cache_matches_brute_force_3d() {
 #[test]
 fn verlet_cache_matches_brute_force_2d() {
     check_verlet::<Vec2>();
+}
+
+/// A search that reports its inner search's pairs with the two ids of every
+/// other pair swapped, so that no two consecutive pairs share their first
+/// id: each candidate of a `VerletCache` over it then needs its own run.
+struct Interleaved<N>(N);
+
+impl<P: Point, N: NeighborSearch<P>> NeighborSearch<P> for Interleaved<N> {
+    fn build(&mut self, positions: &[P], radius: f32) -> Result<(), spatium::Error> {
+        self.0.build(positions, radius)
+    }
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+    fn radius(&self) -> f32 {
+        self.0.radius()
+    }
+    fn position(&self, id: u32) -> Option<P> {
+        self.0.position(id)
+    }
+    fn for_each_neighbor<F: FnMut(u32, f32)>(&self, id: u32, f: F) -> Result<(), spatium::Error> {
+        self.0.for_each_neighbor(id, f)
+    }
+    fn for_each_within<F: FnMut(u32, f32)>(&self, p: P, f: F) -> Result<(), spatium::Error> {
+        self.0.for_each_within(p, f)
+    }
+    fn for_each_pair<F: FnMut(u32, u32, f32)>(&self, mut f: F) {
+        let mut k = 0usize;
+        self.0.for_each_pair(|i, j, d2| {
+            k += 1;
+            if k.is_multiple_of(2) {
+                f(j, i, d2)
+            } else {
+                f(i, j, d2)
+            }
+        });
+    }
+}
+
+/// The candidate list holds runs (a first id, a length, the second ids):
+/// a buffer of exactly `candidates + 2·runs` entries keeps the candidates,
+/// one entry less falls back to the inner search at the true radius; both
+/// answer like brute force. Over a search that interleaves its pairs every
+/// candidate is its own run (`3` entries each); over one that reports each
+/// particle's pairs together there are at most `N` runs.
+#[test]
+fn verlet_candidate_runs_fill_their_buffer_exactly() {
+    // A line of points 0.5 apart, radius 1 (+ skin 0.25): each point's
+    // neighbours within 1.25 are the next two, so `2n − 3` candidates.
+    let n = 40usize;
+    let x: Vec<Vec3> = (0..n)
+        .map(|k| Vec3::new(0.5 * k as f32, 0.0, 0.0))
+        .collect();
+    let mut brute = BruteForceNeighbors::new(vec![Vec3::ZERO; n]);
+    brute.build(&x, 1.0).unwrap();
+    let want = pair_set(&brute);
+    let candidates = 2 * n - 3;
+    // Grouped by first id (brute force's order): one run per point but
+    // the last.
+    let grouped = candidates + 2 * (n - 1);
+    for (entries, kept) in [(grouped, true), (grouped - 1, false)] {
+        let mut v = VerletCache::new(
+            BruteForceNeighbors::new(vec![Vec3::ZERO; n]),
+            vec![Vec3::ZERO; n],
+            vec![0u32; entries],
+            vec![NeighborPair::EMPTY; 4 * n],
+            0.25,
+        );
+        v.build(&x, 1.0).unwrap();
+        v.validate().unwrap();
+        assert_eq!(v.candidate_count(), if kept { candidates } else { 0 });
+        assert_eq!(v.is_cached(), kept, "{entries} entries");
+        assert_eq!(pair_set(&v), want);
+    }
+    let interleaved = 3 * candidates;
+    for (entries, kept) in [(interleaved, true), (interleaved - 1, false)] {
+        let mut v = VerletCache::new(
+            Interleaved(BruteForceNeighbors::new(vec![Vec3::ZERO; n])),
+            vec![Vec3::ZERO; n],
+            vec![0u32; entries],
+            vec![NeighborPair::EMPTY; 4 * n],
+            0.25,
+        );
+        let mut y = x.clone();
+        for step in 0..3 {
+            // Within the half skin: the runs are reused and refiltered.
+            y[7].x += 0.04 * step as f32;
+            v.build(&y, 1.0).unwrap();
+            assert_eq!(v.candidate_count(), if kept { candidates } else { 0 });
+            assert_eq!(v.is_cached(), kept, "{entries} entries");
+            let mut b = BruteForceNeighbors::new(vec![Vec3::ZERO; n]);
+            b.build(&y, 1.0).unwrap();
+            assert_eq!(pair_set(&v), pair_set(&b), "step {step}");
+        }
+        assert_eq!(v.reuses(), if kept { 2 } else { 0 });
+    }
 }

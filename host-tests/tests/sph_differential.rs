@@ -333,7 +333,7 @@ fn trajectories<P: Point>() {
                 &mut VerletCache::new(
                     make::cell_sorted::<P>(cap, table),
                     vec![P::ZERO; cap],
-                    vec![[0u32; 2]; 80 * cap],
+                    vec![0u32; 80 * cap],
                     vec![NeighborPair::EMPTY; 40 * cap],
                     0.01,
                 ),

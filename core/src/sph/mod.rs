@@ -495,6 +495,14 @@ impl<P: Point> PairTerms<'_, P> {
                 st[i].density += w;
                 st[j].density += w;
             }
+            PairPass::Normals if CHUNKED => {
+                // `acceleration`'s first coordinate holds `1/ρ` during
+                // this pass (see `evaluate`).
+                let g = k.poly6_gradient(x[i] - x[j], d2) * (p.h * m);
+                let (inv_i, inv_j) = (st[i].acceleration.coord(0), st[j].acceleration.coord(0));
+                st[i].normal += g * inv_j;
+                st[j].normal -= g * inv_i;
+            }
             PairPass::Normals => {
                 let g = k.poly6_gradient(x[i] - x[j], d2) * (p.h * m);
                 let (ri, rj) = (st[i].density, st[j].density);
@@ -511,11 +519,14 @@ impl<P: Point> PairTerms<'_, P> {
     }
 }
 
-/// The four scalars of the acceleration particle `j` gives particle `i` at
-/// distance `len` (see [`pair_acceleration`]): the pressure factor of `r`,
-/// the viscosity factor of `vⱼ − vᵢ`, the cohesion factor of `r` and the
-/// surface-tension correction `2ρ₀/(ρᵢ + ρⱼ)`. Branch-free, so a loop over
-/// pairs vectorises.
+/// The three scalars of the acceleration particle `j` gives particle `i` at
+/// distance `len` (see [`pair_acceleration`]): the factors of `r`, of
+/// `vⱼ − vᵢ` and of `nⱼ − nᵢ`. With the surface-tension correction
+/// `s = 2ρ₀/(ρᵢ + ρⱼ)`, the acceleration `r·cp + (vⱼ − vᵢ)·cv +
+/// ((nᵢ − nⱼ)·(−γ) + r·cc)·s` (pressure, viscosity, curvature and
+/// cohesion) is `r·(cp + cc·s) + (vⱼ − vᵢ)·cv + (nⱼ − nᵢ)·γs`: the
+/// products are taken here, where a loop over pairs vectorises
+/// (branch-free), rather than per vector component.
 #[inline(always)]
 fn pair_coefficients<P: Point>(
     k: &Kernels,
@@ -523,7 +534,7 @@ fn pair_coefficients<P: Point>(
     len: f32,
     (ri, rj): (f32, f32),
     (pi, pj): (f32, f32),
-) -> [f32; 4] {
+) -> [f32; 3] {
     let m = p.mass;
     let inv_len = Kernels::inverse_lane(len);
     // One division for 1/ρᵢ, 1/ρⱼ and 1/(ρᵢρⱼ).
@@ -538,7 +549,7 @@ fn pair_coefficients<P: Point>(
     let gamma = p.surface_tension;
     let cc = -gamma * m * k.cohesion_lane(len) * inv_len;
     let cs = 2.0 * p.rest_density / (ri + rj);
-    [cp, cv, cc, cs]
+    [cp + cc * cs, cv, gamma * cs]
 }
 
 /// The acceleration of [`pair_coefficients`] `c` for `r = xᵢ − xⱼ` and the
@@ -547,7 +558,7 @@ fn pair_coefficients<P: Point>(
 #[inline(always)]
 fn pair_assemble<P: Point>(
     gamma: f32,
-    c: [f32; 4],
+    c: [f32; 3],
     r: P,
     si: &ParticleState<P>,
     sj: &ParticleState<P>,
@@ -555,9 +566,7 @@ fn pair_assemble<P: Point>(
     let mut a = r * c[0];
     a += (sj.velocity - si.velocity) * c[1];
     if gamma > 0.0 {
-        let mut f = (si.normal - sj.normal) * (-gamma);
-        f += r * c[2];
-        a += f * c[3];
+        a += (sj.normal - si.normal) * c[2];
     }
     a
 }
@@ -603,7 +612,8 @@ struct ForceChunk {
     dist: [f32; CHUNK],
     rho: [[f32; CHUNK]; 2],
     pressure: [[f32; CHUNK]; 2],
-    c: [[f32; CHUNK]; 4],
+    /// The factors of `r`, of `vⱼ − vᵢ` and of `nⱼ − nᵢ`.
+    c: [[f32; CHUNK]; 3],
 }
 
 impl ForceChunk {
@@ -615,7 +625,7 @@ impl ForceChunk {
             dist: [0.0; CHUNK],
             rho: [[1.0; CHUNK]; 2],
             pressure: [[0.0; CHUNK]; 2],
-            c: [[0.0; CHUNK]; 4],
+            c: [[0.0; CHUNK]; 3],
         }
     }
 }
@@ -652,20 +662,21 @@ impl<P: Point> PairTerms<'_, P> {
         // leave them alone (and keeps them in registers).
         let (k, p) = (*self.k, *self.p);
         let (k, p) = (&k, &p);
-        let [c0, c1, c2, c3] = &mut c.c;
+        let gamma = p.surface_tension;
+        let [c0, c1, c2] = &mut c.c;
         let (dist, [ri, rj], [pi, pj]) = (&c.dist, &c.rho, &c.pressure);
         for q in 0..CHUNK {
-            [c0[q], c1[q], c2[q], c3[q]] =
+            [c0[q], c1[q], c2[q]] =
                 pair_coefficients(k, p, dist[q], (ri[q], rj[q]), (pi[q], pj[q]));
         }
         let (x, st) = (self.x, &mut *self.st);
         for q in 0..c.len.min(CHUNK) {
             let (a, b) = (c.i[q] as usize, c.j[q] as usize);
-            if let (Some(&xa), Some(&xb), Some(&sa), Some(&sb)) =
+            if let (Some(&xa), Some(&xb), Some(sa), Some(sb)) =
                 (x.get(a), x.get(b), st.get(a), st.get(b))
             {
-                let cf = [c.c[0][q], c.c[1][q], c.c[2][q], c.c[3][q]];
-                let acc = pair_assemble(p.surface_tension, cf, xa - xb, &sa, &sb);
+                let cf = [c.c[0][q], c.c[1][q], c.c[2][q]];
+                let acc = pair_assemble(gamma, cf, xa - xb, sa, sb);
                 st[a].acceleration += acc;
                 st[b].acceleration -= acc;
             }
@@ -1106,6 +1117,13 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
             timer.begin(Stage::Normals);
             for s in terms.st.iter_mut() {
                 s.normal = P::ZERO;
+                if CHUNKED {
+                    // Each particle's `1/ρ` for the normals pass, in the
+                    // acceleration it is about to be reset anyway: one
+                    // division per particle instead of one per pair.
+                    let inv = 1.0 / s.density;
+                    s.acceleration = P::from_fn(|k| if k == 0 { inv } else { 0.0 });
+                }
             }
             pair_pass(search, &mut terms, PairPass::Normals);
             timer.end();
