@@ -126,8 +126,8 @@ enum Order {
     /// `par_step_sorted` with staging room in `order` (renumbering in
     /// tasks).
     SortedStaged,
-    /// `par_step_lists` with room for every list (and for the parallel
-    /// renumbering's staging).
+    /// `par_step_lists` with room for every list twice over (and for the
+    /// parallel renumbering's staging).
     Lists,
     /// As `Lists`, surface tension off (the renumbering moves the normals).
     ListsNoTension,
@@ -157,10 +157,12 @@ fn run<P: Point, E: Executor, N: NeighborSearch<P> + Sync>(
         p.surface_tension = 0.0;
         f.set_params(p).unwrap();
     }
-    let room = if matches!(how, Order::Lists | Order::ListsNoTension) {
-        64 * f.len()
-    } else {
-        10
+    // `Lists`: room for the lists twice over (one sweep on several
+    // workers); `ListsNoTension`: less (two sweeps where it is short).
+    let room = match how {
+        Order::Lists => 128 * f.len(),
+        Order::ListsNoTension => 64 * f.len(),
+        _ => 10,
     };
     let mut indices = vec![0u32; room];
     for _ in 0..steps {

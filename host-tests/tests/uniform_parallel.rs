@@ -59,6 +59,16 @@ fn run_all<P: Point, N: NeighborSearch<P> + Sync + Send, E: Executor>(
             .unwrap(),
         total
     );
+    // More room (the cell-sorted hash then writes the lists in one sweep
+    // on several workers, into provisional regions, where they fit):
+    // the same lists.
+    for room in [total + total / 2, 2 * total + 64, 4 * total + 64] {
+        let mut o = vec![u32::MAX; n + 1];
+        let mut ix = vec![u32::MAX; room];
+        assert_eq!(s.par_neighbor_lists(exec, &mut o, &mut ix).unwrap(), total);
+        assert!(o == offsets, "offsets with room {room}");
+        assert!(ix[..total] == indices[..], "lists with room {room}");
+    }
     let mut order = vec![0u32; n];
     s.spatial_order(&mut order).unwrap();
     Outputs {

@@ -71,10 +71,12 @@ pub const QUICK_N: usize = 1 << 15;
 /// after one warm-up (a 10⁶-particle step takes seconds on one thread).
 pub const LARGE_N: usize = 500_000;
 
-/// Neighbour-list slots per particle for `par_step_lists` (a block at rest
-/// has about 30 neighbours per particle with `h = 2·spacing`; the dam
-/// break compresses it a little).
-pub const LIST_ROOM: usize = 48;
+/// Neighbour-list slots per particle for `par_step_lists` and the
+/// neighbour-list rows (a block at rest has about 30 neighbours per
+/// particle with `h = 2·spacing`; the dam break compresses it a little):
+/// room for the lists twice over, so that on several workers
+/// [`NeighborSearch::par_neighbor_lists`] writes them in one sweep.
+pub const LIST_ROOM: usize = 96;
 
 /// Steps timed per stage after each `par_step_lists` figure.
 pub const STAGE_STEPS: usize = 3;
@@ -323,7 +325,7 @@ pub fn rows(setup: &Setup) -> Vec<ThreadRow> {
     domain.grow_uniformly(h);
     let mut hash: VecCellSorted<Vec3> = make::cell_sorted(n, table_len(n, TABLE_FACTOR));
     let mut offsets = vec![0u32; n + 1];
-    let mut indices = vec![0u32; 64 * n];
+    let mut indices = vec![0u32; LIST_ROOM * n];
     for &t in &setup.threads {
         let Ok(pool) = Rayon::new(t) else {
             continue;

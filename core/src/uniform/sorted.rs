@@ -1388,6 +1388,7 @@ where
             self.neighbor_lists(offsets, indices)
         } else if self.identity {
             self.par_lists_sweep(exec, offsets, indices)
+                .map(|(total, _)| total)
         } else {
             crate::traits::lists_by_id(self, exec, offsets, indices)
         }

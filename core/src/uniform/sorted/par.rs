@@ -30,7 +30,7 @@
 //! result is the same for every executor and number of workers.
 
 use super::*;
-use crate::exec::{Every, Executor, Parts, exclusive_prefix_sum, task_split};
+use crate::exec::{Every, Executor, Parts, task_split};
 
 /// Particles per task of the build's passes.
 const BUILD_GRAIN: usize = 16 * 1024;
@@ -213,14 +213,27 @@ where
         Ok(())
     }
 
-    /// The lists in storage order: degrees per task, a parallel prefix sum,
-    /// each task's lists written into its own range.
+    /// The lists in storage order, on several workers.
+    ///
+    /// One sweep when `indices` has room for the lists twice over: the
+    /// upper half of `indices` is cut into one provisional region per task,
+    /// in proportion to the task's particles; each task writes its lists
+    /// there (and, in `offsets`, each list's start within its region), the
+    /// per-task totals are summed, and each task copies its lists down to
+    /// their place in the lower half and shifts its offsets (a copy of 4
+    /// bytes per neighbour, in parallel, instead of a second sweep over
+    /// every candidate). Otherwise (a region overflows, or the lists do not
+    /// fit in the lower half) the first sweep's counts give the offsets and
+    /// a second sweep writes each task's lists at them. Either way the
+    /// lists are [`neighbor_lists`](NeighborSearch::neighbor_lists)' own;
+    /// which way is taken depends on the input and `indices.len()` only.
+    /// Returns the total and whether one sweep sufficed.
     pub(super) fn par_lists_sweep<E: Executor>(
         &self,
         exec: &E,
         offsets: &mut [u32],
         indices: &mut [u32],
-    ) -> Result<usize, Error>
+    ) -> Result<(usize, bool), Error>
     where
         Self: Sync,
     {
@@ -232,48 +245,112 @@ where
         })?;
         let v = self.view();
         let (tasks, grain) = self.run_tasks();
-        // Degrees at offsets[k], then starts by an exclusive prefix sum.
-        offsets[n] = 0;
+        let starts = |t: usize| self.task_start(&v, t, grain);
+        let len = indices.len();
+        let half = len / 2;
+        // Provisional region of task `t` within the upper half: from
+        // `region(t)` to `region(t + 1)`, relative to `half`.
+        let room = (len - half) as u64;
+        let region = |t: usize| {
+            let s = starts(t) as u64;
+            (room * s).checked_div(n as u64).unwrap_or(0) as usize
+        };
+        // Pass 1: each task's lists into its region (counting past its
+        // end), list starts relative to the region.
+        let mut firsts = [0usize; MAX_TASKS];
         {
-            let cuts = |t: usize| self.task_start(&v, t, grain);
+            let (_, upper) = indices.split_at_mut(half);
             exec.run(
                 tasks,
-                Parts::cut(&mut offsets[..n], cuts),
-                |t, mut piece| {
-                    let base = piece.start();
-                    let degs = piece.slice();
+                (
+                    Parts::cut(&mut offsets[..n], starts),
+                    Parts::cut(upper, region),
+                    Parts::chunks(&mut firsts[..tasks], 1),
+                ),
+                |t, (mut offs, mut dst, mut count)| {
+                    let base = offs.start();
+                    let offs = offs.slice();
+                    let dst = dst.slice();
+                    let mut cursor = 0usize;
                     let s0 = t * grain;
                     self.sweep_cands_in(&v, s0, s0 + grain, |k, cands| {
-                        if let Some(d) = degs.get_mut(k - base) {
-                            *d = self.gather_cands(k, cands, &mut [], 0) as u32;
+                        if let Some(o) = offs.get_mut(k - base) {
+                            *o = cursor.min(NONE as usize) as u32;
                         }
+                        cursor = self.gather_cands(k, cands, dst, cursor);
+                    });
+                    if let Some(c) = count.slice().first_mut() {
+                        *c = cursor;
+                    }
+                },
+            );
+        }
+        // Each task's final start; whether every region held its lists.
+        let mut total = 0usize;
+        let mut held = true;
+        for (t, f) in firsts[..tasks].iter_mut().enumerate() {
+            let count = *f;
+            held &= count <= region(t + 1) - region(t);
+            *f = total;
+            total = total.saturating_add(count);
+        }
+        if total > len || total >= NONE as usize {
+            return Err(Error::BufferTooSmall {
+                needed: total,
+                available: len,
+            });
+        }
+        offsets[n] = total as u32;
+        let firsts = &firsts;
+        let finals = |t: usize| if t < tasks { firsts[t] } else { total };
+        let once = held && total <= half;
+        if once {
+            let (lower, upper) = indices.split_at_mut(half);
+            let upper = &*upper;
+            exec.run(
+                tasks,
+                (
+                    Parts::cut(&mut offsets[..n], starts),
+                    Parts::cut(&mut lower[..total], finals),
+                ),
+                |t, (mut offs, mut dst)| {
+                    let first = finals(t);
+                    shift(offs.slice(), first);
+                    let dst = dst.slice();
+                    let from = region(t);
+                    if let Some(src) = upper.get(from..from + dst.len()) {
+                        dst.copy_from_slice(src);
+                    }
+                },
+            );
+        } else {
+            exec.run(
+                tasks,
+                (
+                    Parts::cut(&mut offsets[..n], starts),
+                    Parts::cut(&mut indices[..total], finals),
+                ),
+                |t, (mut offs, mut dst)| {
+                    shift(offs.slice(), finals(t));
+                    let dst = dst.slice();
+                    let mut cursor = 0;
+                    let s0 = t * grain;
+                    self.sweep_cands_in(&v, s0, s0 + grain, |k, cands| {
+                        cursor = self.gather_cands(k, cands, dst, cursor);
                     });
                 },
             );
         }
-        let mut scratch = [0u32; MAX_TASKS];
-        let total = exclusive_prefix_sum(exec, offsets, &mut scratch) as usize;
-        if total > indices.len() || total >= NONE as usize {
-            return Err(Error::BufferTooSmall {
-                needed: total,
-                available: indices.len(),
-            });
-        }
-        let starts = &*offsets;
-        let cuts = |t: usize| starts[self.task_start(&v, t, grain)] as usize;
-        exec.run(
-            tasks,
-            Parts::cut(&mut indices[..total], cuts),
-            |t, mut piece| {
-                let dst = piece.slice();
-                let mut cursor = 0;
-                let s0 = t * grain;
-                self.sweep_cands_in(&v, s0, s0 + grain, |k, cands| {
-                    cursor = self.gather_cands(k, cands, dst, cursor);
-                });
-            },
-        );
-        Ok(total)
+        Ok((total, once))
+    }
+}
+
+/// Adds `by` to every offset of a task (its lists' final start).
+#[inline]
+fn shift(offsets: &mut [u32], by: usize) {
+    let by = by.min(NONE as usize) as u32;
+    for o in offsets {
+        *o = o.saturating_add(by);
     }
 }
 
@@ -529,4 +606,72 @@ fn mark_counted_runs<P: Point, E: Executor>(
         },
     );
     runs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Vec3;
+    use crate::exec::Serial;
+
+    const SIDE: usize = 12;
+    const N: usize = SIDE * SIDE * SIDE;
+    /// A lattice of unit spacing, radius 1.1: six neighbours inside.
+    const MOST: usize = 6 * N;
+
+    /// Both ways of the parallel lists (one sweep into provisional regions
+    /// then a copy; two sweeps) give the serial sweep's lists, and the way
+    /// taken follows the room in `indices`.
+    #[test]
+    fn one_sweep_and_two_sweeps_give_the_serial_lists() {
+        let mut lattice = [Vec3::ZERO; N];
+        for (i, p) in lattice.iter_mut().enumerate() {
+            let (x, y, z) = (i % SIDE, (i / SIDE) % SIDE, i / (SIDE * SIDE));
+            *p = Vec3::new(x as f32, y as f32, z as f32);
+        }
+        let mut h = CellSortedHash::<Vec3, _, _, _>::new(
+            [TableSlot::EMPTY; 8192],
+            [SortedParticle::EMPTY; N],
+            [CellRecord::EMPTY; N],
+        );
+        // Renumbered into the hash's order: ids are sorted positions.
+        h.build(&lattice, 1.1).unwrap();
+        let mut order = [0u32; N];
+        h.spatial_order(&mut order).unwrap();
+        let pts: [Vec3; N] = core::array::from_fn(|k| lattice[order[k] as usize]);
+        h.build(&pts, 1.1).unwrap();
+        assert!(h.input_was_sorted());
+        assert!(h.run_tasks().0 > 1, "several tasks");
+        let mut want_offsets = [0u32; N + 1];
+        let mut want = [0u32; MOST];
+        let total = h.neighbor_lists(&mut want_offsets, &mut want).unwrap();
+        assert!(total > N && total <= MOST);
+        let mut offsets = [u32::MAX; N + 1];
+        let mut indices = [u32::MAX; 4 * MOST];
+        for (room, once) in [(total, false), (total + 1, false), (4 * MOST, true)] {
+            offsets.fill(u32::MAX);
+            indices.fill(u32::MAX);
+            let got = h.par_lists_sweep(&Serial, &mut offsets, &mut indices[..room]);
+            assert_eq!(got, Ok((total, once)), "room {room}");
+            let first_diff = |a: &[u32], b: &[u32]| a.iter().zip(b).position(|(x, y)| x != y);
+            assert_eq!(
+                first_diff(&offsets, &want_offsets),
+                None,
+                "room {room}: offsets"
+            );
+            assert_eq!(
+                first_diff(&indices[..total], &want[..total]),
+                None,
+                "room {room}: lists"
+            );
+        }
+        // Too little room: the error names what is needed.
+        assert_eq!(
+            h.par_lists_sweep(&Serial, &mut offsets, &mut indices[..total - 1]),
+            Err(Error::BufferTooSmall {
+                needed: total,
+                available: total - 1
+            })
+        );
+    }
 }
