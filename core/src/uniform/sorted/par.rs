@@ -222,9 +222,10 @@ where
     /// per-task totals are summed, and each task copies its lists down to
     /// their place in the lower half and shifts its offsets (a copy of 4
     /// bytes per neighbour, in parallel, instead of a second sweep over
-    /// every candidate). Otherwise (a region overflows, or the lists do not
-    /// fit in the lower half) the first sweep's counts give the offsets and
-    /// a second sweep writes each task's lists at them. Either way the
+    /// every candidate). A task whose region overflowed sweeps again,
+    /// writing its lists straight into place; if the lists do not fit in
+    /// the lower half at all, every task does (the first sweep's counts
+    /// give the offsets: two sweeps in all). Either way the
     /// lists are [`neighbor_lists`](NeighborSearch::neighbor_lists)' own;
     /// which way is taken depends on the input and `indices.len()` only.
     /// Returns the total and whether one sweep sufficed.
@@ -303,8 +304,18 @@ where
         offsets[n] = total as u32;
         let firsts = &firsts;
         let finals = |t: usize| if t < tasks { firsts[t] } else { total };
-        let once = held && total <= half;
-        if once {
+        // Task `t`'s lists swept again, straight into their place.
+        let resweep = |t: usize, dst: &mut [u32]| {
+            let mut cursor = 0;
+            let s0 = t * grain;
+            self.sweep_cands_in(&v, s0, s0 + grain, |k, cands| {
+                cursor = self.gather_cands(k, cands, dst, cursor);
+            });
+        };
+        if total <= half {
+            // The final lists lie below the provisional ones: each task
+            // whose region held its lists copies them down, the others
+            // sweep again.
             let (lower, upper) = indices.split_at_mut(half);
             let upper = &*upper;
             exec.run(
@@ -314,12 +325,12 @@ where
                     Parts::cut(&mut lower[..total], finals),
                 ),
                 |t, (mut offs, mut dst)| {
-                    let first = finals(t);
-                    shift(offs.slice(), first);
+                    shift(offs.slice(), finals(t));
                     let dst = dst.slice();
-                    let from = region(t);
-                    if let Some(src) = upper.get(from..from + dst.len()) {
-                        dst.copy_from_slice(src);
+                    let (from, to) = (region(t), region(t + 1));
+                    match upper.get(from..from + dst.len()) {
+                        Some(src) if dst.len() <= to - from => dst.copy_from_slice(src),
+                        _ => resweep(t, dst),
                     }
                 },
             );
@@ -332,15 +343,11 @@ where
                 ),
                 |t, (mut offs, mut dst)| {
                     shift(offs.slice(), finals(t));
-                    let dst = dst.slice();
-                    let mut cursor = 0;
-                    let s0 = t * grain;
-                    self.sweep_cands_in(&v, s0, s0 + grain, |k, cands| {
-                        cursor = self.gather_cands(k, cands, dst, cursor);
-                    });
+                    resweep(t, dst.slice());
                 },
             );
         }
+        let once = held && total <= half;
         Ok((total, once))
     }
 }
@@ -648,10 +655,18 @@ mod tests {
         assert!(total > N && total <= MOST);
         let mut offsets = [u32::MAX; N + 1];
         let mut indices = [u32::MAX; 4 * MOST];
-        for (room, once) in [(total, false), (total + 1, false), (4 * MOST, true)] {
+        // Exactly twice the lists: the regions hold the average list, so
+        // the denser tasks sweep again (whether any does is not asserted).
+        for (room, once) in [
+            (total, Some(false)),
+            (total + 1, Some(false)),
+            (2 * total, None),
+            (4 * MOST, Some(true)),
+        ] {
             offsets.fill(u32::MAX);
             indices.fill(u32::MAX);
             let got = h.par_lists_sweep(&Serial, &mut offsets, &mut indices[..room]);
+            let got = got.map(|(t, o)| (t, once.map(|_| o)));
             assert_eq!(got, Ok((total, once)), "room {room}");
             let first_diff = |a: &[u32], b: &[u32]| a.iter().zip(b).position(|(x, y)| x != y);
             assert_eq!(
