@@ -391,7 +391,8 @@ fn par_copy_if_sorted<P: Point, E: Executor>(
                 sorted: true,
                 runs: 0,
             };
-            for (k, rec) in rs.slice().iter_mut().enumerate() {
+            let rs = rs.slice();
+            for k in 0..rs.len() {
                 let i = lo + k;
                 let p = positions[i];
                 let kk = key(p);
@@ -401,11 +402,20 @@ fn par_copy_if_sorted<P: Point, E: Executor>(
                         piece.sorted = false;
                         break;
                     }
-                    _ => piece.runs += 1,
+                    _ => {
+                        // The task's `r`-th run starts here; `r <= k`, so
+                        // its start parks in the task's own records.
+                        if let Some(rec) = rs.get_mut(piece.runs as usize) {
+                            rec.start = i as u32;
+                        }
+                        piece.runs += 1;
+                    }
                 }
                 prev = Some(kk);
                 ps.set(k, p, i as u32);
-                rec.rank = i as u32;
+                if let Some(rec) = rs.get_mut(k) {
+                    rec.rank = i as u32;
+                }
             }
             if let Some(o) = out.slice().first_mut() {
                 *o = piece;
@@ -415,18 +425,23 @@ fn par_copy_if_sorted<P: Point, E: Executor>(
     if pieces[..tasks].iter().any(|p| !p.sorted) {
         return None;
     }
-    let mut counts = [0u32; MAX_TASKS];
-    for (c, p) in counts.iter_mut().zip(&pieces[..tasks]) {
-        *c = p.runs;
+    // Each task's run starts, parked at the head of its records, moved
+    // down to their run numbers in task order: every move goes to a lower
+    // or the same index, and no later task's starts lie below it, so one
+    // forward pass over the runs (a few per cell, not per particle) is
+    // exact.
+    let mut runs = 0usize;
+    for (t, p) in pieces[..tasks].iter().enumerate() {
+        let lo = (t * grain).min(n);
+        for j in 0..p.runs as usize {
+            let start = records.get(lo + j).map_or(0, |r| r.start);
+            if let Some(rec) = records.get_mut(runs) {
+                rec.start = start;
+            }
+            runs += 1;
+        }
     }
-    Some(mark_counted_runs(
-        exec,
-        grid,
-        &parts.view(),
-        &counts[..tasks],
-        grain,
-        records,
-    ))
+    Some(runs)
 }
 
 /// The dense counting sort of [`DenseBox::sort`] by destination (see the
