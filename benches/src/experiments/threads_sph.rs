@@ -356,7 +356,7 @@ pub fn rows(setup: &Setup) -> Vec<ThreadRow> {
             || {
                 hash.par_build(&exec, positions, h).expect("the hash fits");
                 hash.par_neighbor_lists(&exec, &mut offsets, &mut indices)
-                    .expect("64 neighbours per particle fit");
+                    .expect("LIST_ROOM neighbours per particle fit");
             },
             || {},
         );
