@@ -469,20 +469,36 @@ fn par_dense_sort<P: Point, E: Executor>(
 ) {
     let n = positions.len();
     let cells = d.cells.min(table.len());
-    // Each particle's dense cell number, in its record's rank.
+    // Each particle's dense cell number, in its record's rank, and the
+    // least and greatest of each chunk: a worker skips the chunks that hold
+    // none of its cells (input nearly in cell order, as a simulation's
+    // renumbered a step ago, then costs each worker about its own share
+    // instead of every particle).
     let (tasks, grain) = task_split(n, BUILD_GRAIN, MAX_TASKS);
+    let mut spans = [(u32::MAX, 0u32); MAX_TASKS];
     exec.run(
         tasks,
-        Parts::chunks(&mut records[..n], grain),
-        |t, mut rs| {
+        (
+            Parts::chunks(&mut records[..n], grain),
+            Parts::chunks(&mut spans[..tasks], 1),
+        ),
+        |t, (mut rs, mut span)| {
             let lo = t * grain;
+            let (mut least, mut most) = (u32::MAX, 0u32);
             for (k, rec) in rs.slice().iter_mut().enumerate() {
                 if let Some(&p) = positions.get(lo + k) {
-                    rec.rank = d.index::<P>(grid.cell_unchecked(p)) as u32;
+                    let c = d.index::<P>(grid.cell_unchecked(p)) as u32;
+                    rec.rank = c;
+                    least = least.min(c);
+                    most = most.max(c);
                 }
+            }
+            if let Some(s) = span.slice().first_mut() {
+                *s = (least, most);
             }
         },
     );
+    let spans = &spans[..tasks];
     let w = exec.workers().clamp(1, MAX_TASKS);
     let cut = |t: usize| ((cells as u64 * t.min(w) as u64) / w as u64) as usize;
     let counts = &mut table[..cells];
@@ -499,9 +515,11 @@ fn par_dense_sort<P: Point, E: Executor>(
             let c0 = c.start();
             let c = c.slice();
             c.fill(TableSlot::EMPTY);
-            for rec in keys {
-                if let Some(x) = c.get_mut((rec.rank as usize).wrapping_sub(c0)) {
-                    x.slot += 1;
+            for (_, chunk) in chunks_touching(keys, spans, grain, c0, c.len()) {
+                for rec in chunk {
+                    if let Some(x) = c.get_mut((rec.rank as usize).wrapping_sub(c0)) {
+                        x.slot += 1;
+                    }
                 }
             }
             let mut run = 0u32;
@@ -534,36 +552,88 @@ fn par_dense_sort<P: Point, E: Executor>(
             let c0 = c.start();
             let c = c.slice();
             let ps = ps.slice();
-            for (i, rec) in keys.iter().enumerate() {
-                if let Some(x) = c.get_mut((rec.rank as usize).wrapping_sub(c0)) {
-                    let k = x.slot as usize;
-                    x.slot += 1;
-                    if let Some(dst) = ps.get_mut(k) {
-                        *dst = i as u32;
+            // Chunks in input order: within a cell, particles keep theirs.
+            for (first, chunk) in chunks_touching(keys, spans, grain, c0, c.len()) {
+                for (i, rec) in (first..).zip(chunk) {
+                    if let Some(x) = c.get_mut((rec.rank as usize).wrapping_sub(c0)) {
+                        let k = x.slot as usize;
+                        x.slot += 1;
+                        if let Some(dst) = ps.get_mut(k) {
+                            *dst = i as u32;
+                        }
                     }
                 }
             }
         },
     );
-    // The coordinates, gathered in sorted order by tasks of positions.
-    exec.run(tasks, parts.reborrow().cut(Every(grain)), |_, piece| {
-        PlanesMut::from_piece(piece).1.gather_positions(positions);
-    });
-    // Ranks: each worker owns a range of ids and scans the sorted ids.
+    // The coordinates, gathered in sorted order by tasks of positions, and
+    // the least and greatest id of each task's piece.
+    let mut id_spans = [(u32::MAX, 0u32); MAX_TASKS];
+    exec.run(
+        tasks,
+        (
+            parts.reborrow().cut(Every(grain)),
+            Parts::chunks(&mut id_spans[..tasks], 1),
+        ),
+        |_, (piece, mut span)| {
+            let mut planes = PlanesMut::from_piece(piece).1;
+            planes.gather_positions(positions);
+            let ids = planes.view().ids();
+            let least = ids.iter().copied().min().unwrap_or(u32::MAX);
+            let most = ids.iter().copied().max().unwrap_or(0);
+            if let Some(s) = span.slice().first_mut() {
+                *s = (least, most);
+            }
+        },
+    );
+    // Ranks: each worker owns a range of ids and scans the pieces of the
+    // sorted ids that hold any of them.
     let sorted = parts.view().ids();
+    let id_spans = &id_spans[..tasks];
     exec.run(
         w,
         Parts::chunks(&mut records[..n], n.div_ceil(w)),
         |_, mut rs| {
             let lo = rs.start();
             let rs = rs.slice();
-            for (k, &id) in sorted.iter().enumerate() {
-                if let Some(rec) = rs.get_mut((id as usize).wrapping_sub(lo)) {
-                    rec.rank = k as u32;
+            for (t, &(least, most)) in id_spans.iter().enumerate() {
+                if !overlaps(least, most, lo, rs.len()) {
+                    continue;
+                }
+                let from = (t * grain).min(n);
+                let to = (from + grain).min(n);
+                for (k, &id) in (from..).zip(sorted.get(from..to).unwrap_or(&[])) {
+                    if let Some(rec) = rs.get_mut((id as usize).wrapping_sub(lo)) {
+                        rec.rank = k as u32;
+                    }
                 }
             }
         },
     );
+}
+
+/// Whether `least..=most` meets `lo..lo + len`.
+#[inline]
+fn overlaps(least: u32, most: u32, lo: usize, len: usize) -> bool {
+    len > 0 && (least as usize) < lo + len && most as usize >= lo
+}
+
+/// The chunks of `keys` (`grain` records each, with the index of their
+/// first) whose cell numbers, by `spans`, may fall in `c0..c0 + len`, in
+/// order.
+fn chunks_touching<'k, P: Point>(
+    keys: &'k [CellRecord<P>],
+    spans: &'k [(u32, u32)],
+    grain: usize,
+    c0: usize,
+    len: usize,
+) -> impl Iterator<Item = (usize, &'k [CellRecord<P>])> + 'k {
+    let grain = grain.max(1);
+    keys.chunks(grain)
+        .zip(spans)
+        .enumerate()
+        .filter(move |(_, (_, span))| overlaps(span.0, span.1, c0, len))
+        .map(move |(t, (chunk, _))| (t * grain, chunk))
 }
 
 /// [`mark_runs`] in tasks over the sorted particles: runs counted per task
