@@ -12,9 +12,12 @@
 //!   table as counts, its slice of the sorted particles) and scans every
 //!   particle's cell number for its own, so no two workers write one
 //!   element (a scatter by source chunks cannot be cut into disjoint pieces
-//!   in safe Rust). Each worker thus reads all `N` cell numbers three times
-//!   and all sorted ids once; the sort's result is unique, so this
-//!   decomposition may follow the number of workers. Sparse input (hashed
+//!   in safe Rust). Each chunk of input records its least and greatest
+//!   cell, so a worker reads the cell numbers of only the chunks that may
+//!   hold its cells (all of them for shuffled input, about its own share
+//!   for input nearly in cell order), and the runs are read off its counts;
+//!   the sort's result is unique, so this decomposition may follow the
+//!   number of workers. Sparse input (hashed
 //!   counting sort, comparison sort), and any input on fewer workers, is
 //!   sorted on the calling thread.
 //!   The table index of the runs is written in blocks of the table, one
@@ -111,8 +114,7 @@ where
                     // workers that costs more than the serial sort (1M
                     // shuffled: 26.3 against 21.5 ms), from four on less.
                     Some(d) if exec.workers() > SERIAL_SORT_WORKERS => {
-                        par_dense_sort(exec, &d, &grid, positions, table, &mut parts, records);
-                        par_mark_runs(exec, &grid, &parts.view(), records)
+                        par_dense_sort(exec, &d, &grid, positions, table, &mut parts, records)
                     }
                     _ => sort_unsorted(
                         &grid,
@@ -466,7 +468,7 @@ fn par_dense_sort<P: Point, E: Executor>(
     table: &mut [TableSlot],
     parts: &mut PlanesMut<'_, P>,
     records: &mut [CellRecord<P>],
-) {
+) -> usize {
     let n = positions.len();
     let cells = d.cells.min(table.len());
     // Each particle's dense cell number, in its record's rank, and the
@@ -504,7 +506,8 @@ fn par_dense_sort<P: Point, E: Executor>(
     let counts = &mut table[..cells];
     let keys = &records[..n];
     // Counts of each worker's cells, turned into offsets within its range.
-    let mut totals = [0u32; MAX_TASKS];
+    // Per worker: particles, and occupied cells (its runs).
+    let mut totals = [(0u32, 0u32); MAX_TASKS];
     exec.run(
         w,
         (
@@ -522,22 +525,27 @@ fn par_dense_sort<P: Point, E: Executor>(
                     }
                 }
             }
-            let mut run = 0u32;
+            let (mut run, mut occupied) = (0u32, 0u32);
             for x in c.iter_mut() {
                 let v = x.slot;
                 x.slot = run;
                 run += v;
+                occupied += u32::from(v > 0);
             }
             if let Some(t) = tot.slice().first_mut() {
-                *t = run;
+                *t = (run, occupied);
             }
         },
     );
     let mut first = [0usize; MAX_TASKS + 1];
+    let mut first_run = [0usize; MAX_TASKS + 1];
     for t in 0..w {
-        first[t + 1] = first[t] + totals[t] as usize;
+        first[t + 1] = first[t] + totals[t].0 as usize;
+        first_run[t + 1] = first_run[t] + totals[t].1 as usize;
     }
     let first = &first;
+    let first_run = &first_run;
+    let runs = first_run[w];
     // Each worker places the ids of its particles, in input order, in its
     // range.
     exec.run(
@@ -563,6 +571,31 @@ fn par_dense_sort<P: Point, E: Executor>(
                         }
                     }
                 }
+            }
+        },
+    );
+    // The runs: after placing, each cell's slot is the end of its
+    // particles within the worker's range, so the occupied cells and their
+    // starts are read off in order (no cell number is computed again).
+    exec.run(
+        w,
+        (
+            Parts::cut(&mut counts[..], cut),
+            Parts::cut(&mut records[..runs], |t: usize| {
+                first_run.get(t).copied().unwrap_or(usize::MAX)
+            }),
+        ),
+        |t, (mut c, mut rs)| {
+            let base = first.get(t).copied().unwrap_or(0);
+            let mut starts = rs.slice().iter_mut();
+            let mut prev = 0u32;
+            for x in c.slice().iter() {
+                if x.slot > prev
+                    && let Some(rec) = starts.next()
+                {
+                    rec.start = (base + prev as usize) as u32;
+                }
+                prev = x.slot;
             }
         },
     );
@@ -610,6 +643,7 @@ fn par_dense_sort<P: Point, E: Executor>(
             }
         },
     );
+    runs
 }
 
 /// Whether `least..=most` meets `lo..lo + len`.
@@ -634,81 +668,6 @@ fn chunks_touching<'k, P: Point>(
         .enumerate()
         .filter(move |(_, (_, span))| overlaps(span.0, span.1, c0, len))
         .map(move |(t, (chunk, _))| (t * grain, chunk))
-}
-
-/// [`mark_runs`] in tasks over the sorted particles: runs counted per task
-/// (each task also against the particle before it), summed, then marked by
-/// each task in its own range of runs.
-fn par_mark_runs<P: Point, E: Executor>(
-    exec: &E,
-    grid: &Grid<P>,
-    parts: &Planes<'_, P>,
-    records: &mut [CellRecord<P>],
-) -> usize {
-    let n = parts.len();
-    let (tasks, grain) = task_split(n, BUILD_GRAIN, MAX_TASKS);
-    let key = |k: usize| P::cell_row_key(grid.cell_unchecked(parts.pos(k)));
-    let mut counts = [0u32; MAX_TASKS];
-    exec.run(tasks, Parts::chunks(&mut counts[..tasks], 1), |t, mut c| {
-        let lo = (t * grain).min(n);
-        let hi = (lo + grain).min(n);
-        let mut prev = lo.checked_sub(1).map(key);
-        let mut runs = 0u32;
-        for k in lo..hi {
-            let kk = key(k);
-            runs += u32::from(prev != Some(kk));
-            prev = Some(kk);
-        }
-        if let Some(c) = c.slice().first_mut() {
-            *c = runs;
-        }
-    });
-    mark_counted_runs(exec, grid, parts, &counts[..tasks], grain, records)
-}
-
-/// Marks the runs of `parts` (in cell order) given the number of runs that
-/// start in each task of `grain` particles: each task writes the starts of
-/// its own runs, a disjoint range of `records`; returns the number of runs.
-fn mark_counted_runs<P: Point, E: Executor>(
-    exec: &E,
-    grid: &Grid<P>,
-    parts: &Planes<'_, P>,
-    counts: &[u32],
-    grain: usize,
-    records: &mut [CellRecord<P>],
-) -> usize {
-    let n = parts.len();
-    let key = |k: usize| P::cell_row_key(grid.cell_unchecked(parts.pos(k)));
-    let mut first = [0u32; MAX_TASKS + 1];
-    for (t, &c) in counts.iter().enumerate().take(MAX_TASKS) {
-        first[t + 1] = first[t] + c;
-    }
-    let tasks = counts.len().min(MAX_TASKS);
-    let runs = first[tasks] as usize;
-    let first = &first;
-    let cuts = |t: usize| first.get(t).map_or(usize::MAX, |&r| r as usize);
-    exec.run(
-        tasks,
-        Parts::cut(&mut records[..runs], cuts),
-        |t, mut rs| {
-            let lo = (t * grain).min(n);
-            let hi = (lo + grain).min(n);
-            let mut prev = lo.checked_sub(1).map(key);
-            let starts = rs.slice();
-            let mut r = 0;
-            for k in lo..hi {
-                let kk = key(k);
-                if prev != Some(kk) {
-                    if let Some(rec) = starts.get_mut(r) {
-                        rec.start = k as u32;
-                    }
-                    r += 1;
-                }
-                prev = Some(kk);
-            }
-        },
-    );
-    runs
 }
 
 #[cfg(test)]
