@@ -6,8 +6,7 @@
 //!   each task parking its run starts at the head of its own records; one
 //!   forward pass over the runs (not the particles) moves them to their
 //!   run numbers. Other input whose bounding box has no more cells than the
-//!   table has slots (a fluid in its box) is, on more than
-//!   [`SERIAL_SORT_WORKERS`] workers, counting-sorted
+//!   table has slots (a fluid in its box) is counting-sorted
 //!   by destination: each worker owns a range of cells (its slice of the
 //!   table as counts, its slice of the sorted particles) and scans every
 //!   particle's cell number for its own, so no two workers write one
@@ -40,9 +39,6 @@
 use super::*;
 use crate::exec::{Every, Executor, Parts, task_split};
 
-/// Up to this many workers, input not in cell order is sorted on the
-/// calling thread (the same result: the sort's is unique).
-const SERIAL_SORT_WORKERS: usize = 2;
 /// Particles per task of the build's passes.
 const BUILD_GRAIN: usize = 16 * 1024;
 /// Runs (occupied cells) per task of the sweeps.
@@ -110,10 +106,7 @@ where
                 let table = self.table.as_mut();
                 let dense = DenseBox::new(&grid, lo, hi, table.len());
                 let runs = match dense {
-                    // Every worker scans every particle's cell: on two
-                    // workers that costs more than the serial sort (1M
-                    // shuffled: 26.3 against 21.5 ms), from four on less.
-                    Some(d) if exec.workers() > SERIAL_SORT_WORKERS => {
+                    Some(d) if exec.workers() > 1 => {
                         par_dense_sort(exec, &d, &grid, positions, table, &mut parts, records)
                     }
                     _ => sort_unsorted(
