@@ -130,7 +130,9 @@ fn time_par_step(b: &mut Bencher<'_>, scene: &SphScene, exec: &HostExec) {
     let mut work = vec![GatherSlot::EMPTY; n];
     let mut order = vec![0u32; n];
     let mut offsets = vec![0u32; n + 1];
-    let mut indices = vec![0u32; 48 * n];
+    // Room for the lists about three times over: one sweep on several
+    // threads (see `NeighborSearch::par_neighbor_lists`).
+    let mut indices = vec![0u32; 96 * n];
     let mut fluid = scene.fluid().expect("the snapshot fits its own size");
     b.iter_custom(|iters| {
         let mut timed = Duration::ZERO;

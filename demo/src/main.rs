@@ -105,9 +105,12 @@ type Solids = Obstacles<Vec3, Broad, Vec<Obstacle<Vec3>>>;
 type VecFluid = Fluid<Vec3, Vec<Vec3>, Vec<ParticleState<Vec3>>>;
 
 /// Neighbour-list slots per particle of the parallel step (a fluid at rest
-/// with `h = 2·spacing` has about 26 neighbours per particle; an evaluation
-/// whose lists overflow gathers through the search instead).
-const LIST_ROOM: usize = 48;
+/// with `h = 2·spacing` has about 26 neighbours per particle): room for the
+/// lists about twice over and more, so that on several threads they are
+/// written in one sweep (`NeighborSearch::par_neighbor_lists`); an
+/// evaluation whose lists overflow the whole buffer gathers through the
+/// search instead.
+const LIST_ROOM: usize = 96;
 
 /// How the fluid is stepped.
 enum Stepper {

@@ -1370,8 +1370,13 @@ where
     }
 
     /// In the structure's order, tasks sweep ranges of cells and write the
-    /// same lists as [`neighbor_lists`](NeighborSearch::neighbor_lists);
-    /// otherwise the trait's default.
+    /// same lists as [`neighbor_lists`](NeighborSearch::neighbor_lists):
+    /// in one sweep when `indices` has room for the lists twice over (each
+    /// task fills a provisional region of its upper half, in proportion to
+    /// its particles, then copies its lists into place; a task whose
+    /// region overflowed sweeps again), else in two (counts, then lists at
+    /// their offsets). On one worker the serial sweep runs. Otherwise the
+    /// trait's default.
     fn par_neighbor_lists<E: crate::exec::Executor>(
         &self,
         exec: &E,
