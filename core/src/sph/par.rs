@@ -364,7 +364,10 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
     /// [`crate::PairCache`]. `offsets` needs `len() + 1` entries (its first
     /// `len()` also hold the search's order while the particles are
     /// renumbered); `indices` the number of neighbours, twice the pairs
-    /// (about 30 per particle in a fluid at rest with `h = 2·spacing`). An
+    /// (about 30 per particle in a fluid at rest with `h = 2·spacing`), and
+    /// about twice that for the lists to be written in one sweep on
+    /// several workers (see the cell-sorted hash's
+    /// [`par_neighbor_lists`](NeighborSearch::par_neighbor_lists)). An
     /// evaluation whose lists do not fit in `indices` gathers through the
     /// search instead (slower, same physics; decided by the input alone, so
     /// still the same for every executor). Until the lists are written,
