@@ -318,41 +318,31 @@ where
                 cursor = self.gather_cands(k, cands, dst, cursor);
             });
         };
-        if total <= half {
-            // The final lists lie below the provisional ones: each task
-            // whose region held its lists copies them down, the others
-            // sweep again.
+        // When the final lists fit below the provisional ones, each task
+        // whose region held its lists copies them down and the others
+        // sweep again; otherwise every task sweeps again.
+        let (lower, upper): (&mut [u32], &[u32]) = if total <= half {
             let (lower, upper) = indices.split_at_mut(half);
-            let upper = &*upper;
-            exec.run(
-                tasks,
-                (
-                    Parts::cut(&mut offsets[..n], starts),
-                    Parts::cut(&mut lower[..total], finals),
-                ),
-                |t, (mut offs, mut dst)| {
-                    shift(offs.slice(), finals(t));
-                    let dst = dst.slice();
-                    let (from, to) = (region(t), region(t + 1));
-                    match upper.get(from..from + dst.len()) {
-                        Some(src) if dst.len() <= to - from => dst.copy_from_slice(src),
-                        _ => resweep(t, dst),
-                    }
-                },
-            );
+            (lower, upper)
         } else {
-            exec.run(
-                tasks,
-                (
-                    Parts::cut(&mut offsets[..n], starts),
-                    Parts::cut(&mut indices[..total], finals),
-                ),
-                |t, (mut offs, mut dst)| {
-                    shift(offs.slice(), finals(t));
-                    resweep(t, dst.slice());
-                },
-            );
-        }
+            (indices, &[])
+        };
+        exec.run(
+            tasks,
+            (
+                Parts::cut(&mut offsets[..n], starts),
+                Parts::cut(&mut lower[..total], finals),
+            ),
+            |t, (mut offs, mut dst)| {
+                shift(offs.slice(), finals(t));
+                let dst = dst.slice();
+                let (from, to) = (region(t), region(t + 1));
+                match upper.get(from..from + dst.len()) {
+                    Some(src) if dst.len() <= to - from => dst.copy_from_slice(src),
+                    _ => resweep(t, dst),
+                }
+            },
+        );
         let once = held && total <= half;
         Ok((total, once))
     }
