@@ -257,10 +257,12 @@ where
         let half = len / 2;
         // Provisional region of task `t` within the upper half: from
         // `region(t)` to `region(t + 1)`, relative to `half`.
-        let room = (len - half) as u64;
+        // In 128 bits: a buffer of more than 2³² entries times 2³² particles
+        // would overflow 64.
+        let room = (len - half) as u128;
         let region = |t: usize| {
-            let s = starts(t) as u64;
-            (room * s).checked_div(n as u64).unwrap_or(0) as usize
+            let s = starts(t) as u128;
+            (room * s).checked_div(n as u128).unwrap_or(0) as usize
         };
         // Pass 1: each task's lists into its region (counting past its
         // end), list starts relative to the region.
