@@ -772,7 +772,8 @@ fn build_one<P: Point, N: NeighborSearch<P> + Validate>(
 /// outcome and structure as `build`, the per-task pair sinks concatenated
 /// are the serial pair sequence bit for bit, the gather sees every
 /// particle's serial neighbours, and the parallel lists equal the serial
-/// lists as sets.
+/// lists as sets (with exact room, and with room for them four times over,
+/// which takes the one-sweep path).
 ///
 /// # Errors
 /// What differs.
@@ -828,6 +829,18 @@ pub fn check_parallel<P: Point>(
         .par_neighbor_lists(&exec, &mut offsets, &mut indices)
         .map_err(|e| format!("par_neighbor_lists: {e}"))?;
     ensure!(total == 2 * serial.len(), "list total {total}");
+    // With room for the lists more than twice over they are written in one
+    // sweep into provisional regions, then copied into place: the same
+    // lists.
+    let mut roomy_offsets = vec![u32::MAX; n + 1];
+    let mut roomy = vec![u32::MAX; 4 * total + 8];
+    let again = par
+        .par_neighbor_lists(&exec, &mut roomy_offsets, &mut roomy)
+        .map_err(|e| format!("par_neighbor_lists with room: {e}"))?;
+    ensure!(
+        again == total && roomy_offsets == offsets && roomy[..total] == indices[..total],
+        "lists with room for them four times over differ"
+    );
     for (i, l) in lists.iter_mut().enumerate() {
         let mut want: Vec<u32> = Vec::new();
         ser.for_each_neighbor(i as u32, |j, _| want.push(j))
