@@ -14,6 +14,7 @@
 use spatium::table::table_len;
 use spatium::{NeighborSearch, Vec3};
 use spatium_benches::TABLE_FACTOR;
+use spatium_benches::measure::median;
 use spatium_benches::scene::{Order, Scene};
 use spatium_host::make;
 use spatium_host::par::HostExec;
@@ -34,7 +35,11 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let threads: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(2);
     let input = args.next().unwrap_or_else(|| "sorted".to_owned());
-    let reps: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(100);
+    let reps: usize = args
+        .next()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(100)
+        .max(1);
     let order = if input == "shuffled" {
         Order::Shuffled
     } else {
@@ -69,10 +74,9 @@ fn main() {
         wall.push(t0.elapsed().as_secs_f64() * 1e3);
     }
     let cpu = (process_cpu_ms() - c0) / reps as f64;
-    wall.sort_by(f64::total_cmp);
     println!(
         "{threads} workers, {input} ({n} particles, in cell order: {}): wall median {:.2} ms, process CPU {cpu:.1} ms per build (mean of {reps})",
         hash.input_was_sorted(),
-        wall[reps / 2],
+        median(&wall),
     );
 }

@@ -359,10 +359,11 @@ fn shift(offsets: &mut [u32], by: usize) {
     }
 }
 
-/// [`copy_if_sorted`] in tasks: pass 1 checks the order (each task also
-/// against the particle before it), copies, sets the ranks and counts the
-/// runs starting in it; pass 2 marks the runs, each task in its own range
-/// of them. `None` if the input is not in cell order.
+/// [`copy_if_sorted`] in tasks: each task checks the order (also against
+/// the particle before it), copies, sets the ranks and parks the starts of
+/// the runs beginning in it at the head of its own records; then one pass
+/// over the runs on the calling thread moves those starts to their run
+/// numbers. `None` if the input is not in cell order.
 fn par_copy_if_sorted<P: Point, E: Executor>(
     exec: &E,
     grid: &Grid<P>,
@@ -614,13 +615,8 @@ fn par_dense_sort<P: Point, E: Executor>(
         |_, mut rs| {
             let lo = rs.start();
             let rs = rs.slice();
-            for (t, &(least, most)) in id_spans.iter().enumerate() {
-                if !overlaps(least, most, lo, rs.len()) {
-                    continue;
-                }
-                let from = (t * grain).min(n);
-                let to = (from + grain).min(n);
-                for (k, &id) in (from..).zip(sorted.get(from..to).unwrap_or(&[])) {
+            for (from, piece) in chunks_touching(sorted, id_spans, grain, lo, rs.len()) {
+                for (k, &id) in (from..).zip(piece) {
                     if let Some(rec) = rs.get_mut((id as usize).wrapping_sub(lo)) {
                         rec.rank = k as u32;
                     }
@@ -637,21 +633,22 @@ fn overlaps(least: u32, most: u32, lo: usize, len: usize) -> bool {
     len > 0 && (least as usize) < lo + len && most as usize >= lo
 }
 
-/// The chunks of `keys` (`grain` records each, with the index of their
-/// first) whose cell numbers, by `spans`, may fall in `c0..c0 + len`, in
-/// order.
-fn chunks_touching<'k, P: Point>(
-    keys: &'k [CellRecord<P>],
+/// The chunks of `items` (`grain` each, with the index of their first)
+/// whose values (cell numbers, ids), by `spans` (least and greatest per
+/// chunk), may fall in `lo..lo + len`, in order.
+fn chunks_touching<'k, T>(
+    items: &'k [T],
     spans: &'k [(u32, u32)],
     grain: usize,
-    c0: usize,
+    lo: usize,
     len: usize,
-) -> impl Iterator<Item = (usize, &'k [CellRecord<P>])> + 'k {
+) -> impl Iterator<Item = (usize, &'k [T])> + 'k {
     let grain = grain.max(1);
-    keys.chunks(grain)
+    items
+        .chunks(grain)
         .zip(spans)
         .enumerate()
-        .filter(move |(_, (_, span))| overlaps(span.0, span.1, c0, len))
+        .filter(move |(_, (_, span))| overlaps(span.0, span.1, lo, len))
         .map(move |(t, (chunk, _))| (t * grain, chunk))
 }
 
