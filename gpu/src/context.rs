@@ -1,4 +1,6 @@
-//! The adapter and device: [`Gpu`].
+//! The adapter and device: [`Gpu`]. Opening one is async on every target
+//! ([`Gpu::new_async`], [`Gpu::request`]); native targets also have the
+//! blocking [`Gpu::new`].
 
 use crate::error::GpuError;
 
@@ -23,25 +25,49 @@ pub struct Gpu {
 }
 
 impl Gpu {
-    /// Opens a device on the adapter chosen by the environment.
+    /// Opens a device on the adapter chosen by the environment, blocking
+    /// until it is ready: [`new_async`](Self::new_async) driven by
+    /// `pollster`. Native targets only (a browser cannot block).
+    ///
+    /// # Errors
+    /// As [`new_async`](Self::new_async).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn new() -> Result<Self, GpuError> {
+        pollster::block_on(Self::new_async())
+    }
+
+    /// Opens a device on the adapter chosen by the environment (natively
+    /// the variables above; in a browser, its WebGPU adapter).
     ///
     /// # Errors
     /// [`GpuError::NoAdapter`] when there is none; [`GpuError::Limit`] when
     /// it does not meet the WebGPU default limits (the pipeline's storage
     /// buffer and workgroup needs); [`GpuError::Device`] when it refuses the
     /// device.
-    pub fn new() -> Result<Self, GpuError> {
+    pub async fn new_async() -> Result<Self, GpuError> {
         let instance =
             wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
-        let adapter = pollster::block_on(wgpu::util::initialize_adapter_from_env_or_default(
-            &instance, None,
-        ))
-        .map_err(|e| {
-            GpuError::NoAdapter(format!(
-                "{e} (backends requested: {})",
-                std::env::var("WGPU_BACKEND").unwrap_or_else(|_| "all".into())
-            ))
-        })?;
+        Self::request(&instance, None).await
+    }
+
+    /// Opens a device on an adapter of `instance`, compatible with
+    /// `surface` when one is given (a window's or a canvas's, to draw the
+    /// fluid on it with the same device).
+    ///
+    /// # Errors
+    /// As [`new_async`](Self::new_async).
+    pub async fn request(
+        instance: &wgpu::Instance,
+        surface: Option<&wgpu::Surface<'_>>,
+    ) -> Result<Self, GpuError> {
+        let adapter = wgpu::util::initialize_adapter_from_env_or_default(instance, surface)
+            .await
+            .map_err(|e| {
+                GpuError::NoAdapter(format!(
+                    "{e} (backends requested: {})",
+                    std::env::var("WGPU_BACKEND").unwrap_or_else(|_| "all".into())
+                ))
+            })?;
         let info = adapter.get_info();
         let available = adapter.limits();
         let mut failed = None;
@@ -71,21 +97,33 @@ impl Gpu {
         } else {
             wgpu::Features::empty()
         };
-        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
-            label: Some("spatium-gpu"),
-            required_features,
-            required_limits,
-            experimental_features: wgpu::ExperimentalFeatures::disabled(),
-            memory_hints: wgpu::MemoryHints::Performance,
-            trace: wgpu::Trace::Off,
-        }))
-        .map_err(|e| GpuError::Device(e.to_string()))?;
+        let (device, queue) = adapter
+            .request_device(&wgpu::DeviceDescriptor {
+                label: Some("spatium-gpu"),
+                required_features,
+                required_limits,
+                experimental_features: wgpu::ExperimentalFeatures::disabled(),
+                memory_hints: wgpu::MemoryHints::Performance,
+                trace: wgpu::Trace::Off,
+            })
+            .await
+            .map_err(|e| GpuError::Device(e.to_string()))?;
         Ok(Self {
             device,
             queue,
             info,
             timestamps,
         })
+    }
+
+    /// The device (to build more pipelines on it, for example to draw).
+    pub fn device(&self) -> &wgpu::Device {
+        &self.device
+    }
+
+    /// The device's queue.
+    pub fn queue(&self) -> &wgpu::Queue {
+        &self.queue
     }
 
     /// The adapter's name, backend, driver and type.

@@ -8,8 +8,10 @@ use spatium::{BoundingBox, Point, Vec3};
 use crate::context::Gpu;
 use crate::error::GpuError;
 use crate::layout::{EmitBlock, GridBlock, PassBlock, ScanBlock};
+use crate::oneshot;
 use crate::pipeline::{Kernel, Kernels, WORKGROUP, bind_group, dispatch_grid};
 use crate::timing::{Stage, StageTimes};
+use std::sync::{Arc, Mutex, PoisonError};
 
 /// The sort that puts particles in bucket order each evaluation.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -178,8 +180,22 @@ pub struct GpuFluid {
     scan: Vec<ScanLevel>,
     bitonic: Vec<BitonicPass>,
     timer: Option<Timer>,
-    times: StageTimes,
+    /// Filled by the timestamp read-backs' callbacks (natively within
+    /// `step`, in a browser when the GPU has finished the batch).
+    times: Arc<Mutex<Timings>>,
     steps: u64,
+}
+
+/// The stage times read back so far, and the first read-back failure.
+#[derive(Default)]
+struct Timings {
+    times: StageTimes,
+    error: Option<String>,
+}
+
+/// Locks `m`, recovering the value if a callback panicked while holding it.
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// A whole buffer as a binding.
@@ -242,7 +258,10 @@ fn sort_len(n: u32) -> u32 {
 impl GpuFluid {
     /// A fluid of `capacity` particles holding `positions` and `states`
     /// (by id; as [`spatium::sph::Fluid::positions`] and
-    /// [`state`](spatium::sph::Fluid::state) give them), uploaded as bytes.
+    /// [`state`](spatium::sph::Fluid::state) give them), uploaded as bytes;
+    /// blocks until the device has accepted the buffers and kernels
+    /// ([`new_async`](Self::new_async) driven by `pollster`; native targets
+    /// only).
     ///
     /// # Errors
     /// [`GpuError::Core`] for parameters [`SphParams::param_block`] refuses,
@@ -253,7 +272,27 @@ impl GpuFluid {
     /// a capacity of 2³¹ or more; [`GpuError::Limit`] for a buffer or
     /// dispatch beyond the device's limits; [`GpuError::Operation`] if the
     /// device fails to allocate or to build a kernel.
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn new(
+        gpu: &Gpu,
+        params: SphParams<Vec3>,
+        capacity: usize,
+        positions: &[Vec3],
+        states: &[ParticleState<Vec3>],
+        config: FluidConfig,
+    ) -> Result<Self, GpuError> {
+        pollster::block_on(Self::new_async(
+            gpu, params, capacity, positions, states, config,
+        ))
+    }
+
+    /// [`new`](Self::new) without blocking, on every target: the device's
+    /// verdict on the allocations (out of memory, a refused buffer or
+    /// kernel) is awaited, not waited for.
+    ///
+    /// # Errors
+    /// As [`new`](Self::new).
+    pub async fn new_async(
         gpu: &Gpu,
         params: SphParams<Vec3>,
         capacity: usize,
@@ -339,8 +378,8 @@ impl GpuFluid {
             max_groups,
             config,
         );
-        let out_of_memory = pollster::block_on(oom.pop());
-        let invalid = pollster::block_on(scope.pop());
+        let out_of_memory = oom.pop().await;
+        let invalid = scope.pop().await;
         if let Some(e) = out_of_memory.or(invalid) {
             return Err(GpuError::Operation(e.to_string()));
         }
@@ -573,7 +612,7 @@ impl GpuFluid {
             scan,
             bitonic,
             timer,
-            times: StageTimes::default(),
+            times: Arc::default(),
             steps: 0,
         }
     }
@@ -627,9 +666,18 @@ impl GpuFluid {
     }
 
     /// Per-stage GPU times of the steps taken with
-    /// [`FluidConfig::timing`] on (empty without timestamp queries).
-    pub fn stage_times(&self) -> &StageTimes {
-        &self.times
+    /// [`FluidConfig::timing`] on (empty without timestamp queries), since
+    /// the fluid was made or [`reset_stage_times`](Self::reset_stage_times).
+    /// Natively every step is in once [`step`](Self::step) returns; in a
+    /// browser a batch is added when the GPU has finished it and its
+    /// timestamps have been mapped (a frame or two later).
+    pub fn stage_times(&self) -> StageTimes {
+        lock(&self.times).times
+    }
+
+    /// Starts the per-stage sums afresh (a live display's rolling window).
+    pub fn reset_stage_times(&mut self) {
+        lock(&self.times).times = StageTimes::default();
     }
 
     /// `true` when per-stage times are recorded.
@@ -691,11 +739,17 @@ impl GpuFluid {
 
     /// Advances the fluid by `k` steps of `params.dt`, as `k` calls of
     /// [`spatium::sph::Fluid::step`] with walls only. Returns once the
-    /// work is submitted (or, when timing, once its timings are read).
+    /// work is submitted; when timing, natively also once its timings are
+    /// read (in a browser they arrive later, see
+    /// [`stage_times`](Self::stage_times)).
     ///
     /// # Errors
-    /// [`GpuError::Operation`] if reading the timings fails.
+    /// [`GpuError::Operation`] if reading the timings of this or an
+    /// earlier step failed.
     pub fn step(&mut self, k: u32) -> Result<(), GpuError> {
+        if let Some(e) = lock(&self.times).error.take() {
+            return Err(GpuError::Operation(e));
+        }
         let per_step = self.passes_per_step();
         let batch = match self.timer {
             Some(_) => (QUERIES / (2 * per_step)).max(1),
@@ -718,11 +772,24 @@ impl GpuFluid {
             {
                 encoder.resolve_query_set(&t.set, 0..2 * stages.len() as u32, &t.resolve, 0);
             }
+            let timed = match &self.timer {
+                Some(t) if !stages.is_empty() => {
+                    let size = 16 * stages.len() as u64;
+                    let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
+                        label: Some("timestamps read back"),
+                        size,
+                        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                        mapped_at_creation: false,
+                    });
+                    encoder.copy_buffer_to_buffer(&t.resolve, 0, &staging, 0, size);
+                    Some((staging, t.period_ns))
+                }
+                _ => None,
+            };
             let command = encoder.finish();
             self.queue.submit([command]);
-            if self.timer.is_some() && !stages.is_empty() {
-                self.collect_times(&stages)?;
-                self.times.add_steps(u64::from(steps));
+            if let Some((staging, period)) = timed {
+                self.collect_times(staging, stages, period, u64::from(steps))?;
             }
             self.steps += u64::from(steps);
             left -= steps;
@@ -730,15 +797,27 @@ impl GpuFluid {
         Ok(())
     }
 
-    /// Blocks until the submitted work has finished.
+    /// Blocks until the submitted work has finished (native targets).
     ///
     /// # Errors
     /// [`GpuError::Operation`] if the device is lost or the wait fails.
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn wait(&self) -> Result<(), GpuError> {
-        self.device
-            .poll(wgpu::PollType::wait_indefinitely())
-            .map(|_| ())
-            .map_err(|e| GpuError::Operation(e.to_string()))
+        drive(&self.device)
+    }
+
+    /// Resolves when the work submitted so far has finished, on every
+    /// target (a browser frame loop awaits it to measure a frame's GPU
+    /// time without blocking).
+    ///
+    /// # Errors
+    /// [`GpuError::Operation`] if the device is lost or the wait fails.
+    pub async fn wait_async(&self) -> Result<(), GpuError> {
+        let (tx, rx) = oneshot::channel();
+        self.queue.on_submitted_work_done(move || tx.send(()));
+        drive(&self.device)?;
+        rx.await;
+        Ok(())
     }
 
     fn passes_per_step(&self) -> u32 {
@@ -895,34 +974,68 @@ impl GpuFluid {
         self.run(&mut pass, kernel, self.len);
     }
 
-    fn collect_times(&mut self, stages: &[Stage]) -> Result<(), GpuError> {
-        let Some(t) = &self.timer else {
-            return Ok(());
-        };
-        let raw = read_buffer(
-            &self.device,
-            &self.queue,
-            &t.resolve,
-            8 * 2 * stages.len() as u64,
-        )?;
-        let ticks: Vec<u64> = bytemuck::pod_collect_to_vec(&raw);
-        let period = t.period_ns;
-        for (i, stage) in stages.iter().enumerate() {
-            let (a, b) = (ticks[2 * i], ticks[2 * i + 1]);
-            self.times.add(*stage, b.saturating_sub(a) as f64 * period);
+    /// Has the batch's timestamps (copied into `staging`) added to the
+    /// stage times once the GPU has written them; natively waits for that.
+    fn collect_times(
+        &self,
+        staging: wgpu::Buffer,
+        stages: Vec<Stage>,
+        period: f64,
+        steps: u64,
+    ) -> Result<(), GpuError> {
+        let times = self.times.clone();
+        let mapped = staging.clone();
+        staging.map_async(wgpu::MapMode::Read, .., move |r| {
+            let mut t = lock(&times);
+            let read = r.map_err(|e| e.to_string()).and_then(|()| {
+                mapped
+                    .get_mapped_range(..)
+                    .map(|v| bytemuck::pod_collect_to_vec::<u8, u64>(&v))
+                    .map_err(|e| e.to_string())
+            });
+            mapped.unmap();
+            match read {
+                Ok(ticks) => {
+                    for (stage, pair) in stages.iter().zip(ticks.chunks_exact(2)) {
+                        t.times
+                            .add(*stage, pair[1].saturating_sub(pair[0]) as f64 * period);
+                    }
+                    t.times.add_steps(steps);
+                }
+                Err(e) => {
+                    t.error.get_or_insert(e);
+                }
+            }
+        });
+        drive(&self.device)?;
+        match lock(&self.times).error.take() {
+            Some(e) => Err(GpuError::Operation(e)),
+            None => Ok(()),
         }
-        Ok(())
     }
 
-    /// Waits for the device and reads every particle back, by id.
+    /// Waits for the device and reads every particle back, by id
+    /// ([`read_back_async`](Self::read_back_async) driven by `pollster`;
+    /// native targets only).
     ///
     /// # Errors
     /// [`GpuError::Operation`] if the copy or the mapping fails.
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn read_back(&self) -> Result<Snapshot, GpuError> {
+        pollster::block_on(self.read_back_async())
+    }
+
+    /// Reads every particle back, by id, once the work submitted before it
+    /// has finished; on every target.
+    ///
+    /// # Errors
+    /// [`GpuError::Operation`] if the copy or the mapping fails.
+    pub async fn read_back_async(&self) -> Result<Snapshot, GpuError> {
         let n = u64::from(self.len);
-        let positions = read_buffer(&self.device, &self.queue, &self.buffers.positions, 12 * n)?;
-        let states = read_buffer(&self.device, &self.queue, &self.buffers.states, 68 * n)?;
-        let flags = read_buffer(&self.device, &self.queue, &self.buffers.flags, 4)?;
+        let positions =
+            read_buffer(&self.device, &self.queue, &self.buffers.positions, 12 * n).await?;
+        let states = read_buffer(&self.device, &self.queue, &self.buffers.states, 68 * n).await?;
+        let flags = read_buffer(&self.device, &self.queue, &self.buffers.flags, 4).await?;
         Ok(Snapshot {
             positions: bytemuck::pod_collect_to_vec(&positions),
             states: bytemuck::pod_collect_to_vec(&states),
@@ -934,9 +1047,21 @@ impl GpuFluid {
     /// (to compare with [`Grid::cell`] and [`Grid::bucket`] of
     /// [`grid`](Self::grid)).
     ///
+    /// Native targets only: [`probe_cells_async`](Self::probe_cells_async)
+    /// driven by `pollster`.
+    ///
     /// # Errors
     /// [`GpuError::Operation`] if the read-back fails.
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn probe_cells(&self) -> Result<Vec<([i32; 3], u32)>, GpuError> {
+        pollster::block_on(self.probe_cells_async())
+    }
+
+    /// [`probe_cells`](Self::probe_cells) on every target.
+    ///
+    /// # Errors
+    /// [`GpuError::Operation`] if the read-back fails.
+    pub async fn probe_cells_async(&self) -> Result<Vec<([i32; 3], u32)>, GpuError> {
         let mut encoder = self
             .device
             .create_command_encoder(&wgpu::CommandEncoderDescriptor {
@@ -953,7 +1078,8 @@ impl GpuFluid {
             &self.queue,
             &self.binds.probe_out,
             16 * u64::from(self.len),
-        )?;
+        )
+        .await?;
         let words: Vec<i32> = bytemuck::pod_collect_to_vec(&raw);
         Ok(words
             .chunks_exact(4)
@@ -973,9 +1099,21 @@ impl GpuFluid {
     /// Builds the neighbour-search layout (cells, sort, offsets) for the
     /// current positions, without stepping, and reads it back.
     ///
+    /// Native targets only: [`sort_view_async`](Self::sort_view_async)
+    /// driven by `pollster`.
+    ///
     /// # Errors
     /// [`GpuError::Operation`] if the read-back fails.
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn sort_view(&mut self) -> Result<SortView, GpuError> {
+        pollster::block_on(self.sort_view_async())
+    }
+
+    /// [`sort_view`](Self::sort_view) on every target.
+    ///
+    /// # Errors
+    /// [`GpuError::Operation`] if the read-back fails.
+    pub async fn sort_view_async(&mut self) -> Result<SortView, GpuError> {
         let mut encoder = self
             .device
             .create_command_encoder(&wgpu::CommandEncoderDescriptor {
@@ -991,14 +1129,15 @@ impl GpuFluid {
         }
         self.queue.submit([encoder.finish()]);
         let n = u64::from(self.len);
-        let sorted = read_buffer(&self.device, &self.queue, &self.buffers.sorted, 16 * n)?;
-        let ids = read_buffer(&self.device, &self.queue, &self.buffers.sorted_ids, 4 * n)?;
+        let sorted = read_buffer(&self.device, &self.queue, &self.buffers.sorted, 16 * n).await?;
+        let ids = read_buffer(&self.device, &self.queue, &self.buffers.sorted_ids, 4 * n).await?;
         let starts = read_buffer(
             &self.device,
             &self.queue,
             &self.buffers.bucket_start,
             4 * u64::from(self.table_len),
-        )?;
+        )
+        .await?;
         let sorted: Vec<u32> = bytemuck::pod_collect_to_vec(&sorted);
         Ok(SortView {
             keys: sorted.chunks_exact(4).map(|w| w[3]).collect(),
@@ -1071,9 +1210,22 @@ impl GpuFluid {
     }
 }
 
-/// Copies the first `size` bytes of `src` to a mappable buffer, waits, and
-/// returns them.
-pub(crate) fn read_buffer(
+/// Natively, runs the device until the work submitted so far has finished
+/// (which also runs the callbacks of finished mappings); in a browser,
+/// nothing: the browser settles the mappings' promises itself.
+fn drive(device: &wgpu::Device) -> Result<(), GpuError> {
+    #[cfg(not(target_arch = "wasm32"))]
+    device
+        .poll(wgpu::PollType::wait_indefinitely())
+        .map_err(|e| GpuError::Operation(e.to_string()))?;
+    #[cfg(target_arch = "wasm32")]
+    let _ = device;
+    Ok(())
+}
+
+/// Copies the first `size` bytes of `src` to a mappable buffer and returns
+/// them once the copy has finished.
+pub(crate) async fn read_buffer(
     device: &wgpu::Device,
     queue: &wgpu::Queue,
     src: &wgpu::Buffer,
@@ -1093,16 +1245,10 @@ pub(crate) fn read_buffer(
     });
     encoder.copy_buffer_to_buffer(src, 0, &staging, 0, size);
     queue.submit([encoder.finish()]);
-    let (tx, rx) = std::sync::mpsc::channel();
-    staging.map_async(wgpu::MapMode::Read, .., move |r| {
-        let _ = tx.send(r);
-    });
-    device
-        .poll(wgpu::PollType::wait_indefinitely())
-        .map_err(|e| GpuError::Operation(e.to_string()))?;
-    rx.recv()
-        .map_err(|e| GpuError::Operation(e.to_string()))?
-        .map_err(|e| GpuError::Operation(e.to_string()))?;
+    let (tx, rx) = oneshot::channel();
+    staging.map_async(wgpu::MapMode::Read, .., move |r| tx.send(r));
+    drive(device)?;
+    rx.await.map_err(|e| GpuError::Operation(e.to_string()))?;
     let data = staging
         .get_mapped_range(..)
         .map_err(|e| GpuError::Operation(e.to_string()))?

@@ -5,7 +5,8 @@
 //! the CPU solver.
 //!
 //! * [`Gpu`]: the adapter and device the environment selects (`WGPU_BACKEND`,
-//!   `WGPU_ADAPTER_NAME`; Mesa's lavapipe where there is no GPU).
+//!   `WGPU_ADAPTER_NAME`; Mesa's lavapipe where there is no GPU; the
+//!   browser's WebGPU on `wasm32-unknown-unknown`).
 //! * [`GpuFluid`]: positions and [`spatium::sph::ParticleState`]s in device
 //!   buffers, uploaded as the core's bytes (`bytemuck::cast_slice`), with the
 //!   parameters as the core's [`spatium::sph::ParamBlock`] uniform; stepped
@@ -24,6 +25,17 @@
 //!
 //! Three dimensions only ([`spatium::Vec3`]).
 //!
+//! # Async on every target
+//!
+//! Opening the device ([`Gpu::new_async`], [`Gpu::request`]), creating a
+//! fluid ([`GpuFluid::new_async`]) and every read-back
+//! ([`GpuFluid::read_back_async`], [`GpuFluid::wait_async`], ...) are
+//! futures, so the crate builds for `wasm32-unknown-unknown` with wgpu's
+//! WebGPU backend and runs in a browser's event loop. Native targets keep
+//! blocking conveniences on top ([`Gpu::new`], [`GpuFluid::new`],
+//! [`GpuFluid::read_back`], [`GpuFluid::wait`], ...), each the future
+//! driven by `pollster`; they do not exist on `wasm32`.
+//!
 //! # Errors and limits
 //!
 //! Every failure is a [`GpuError`]: no adapter, a missing limit, a buffer
@@ -39,6 +51,7 @@ mod emitter;
 mod error;
 mod fluid;
 pub mod layout;
+mod oneshot;
 mod pipeline;
 pub mod render;
 pub mod scene;

@@ -21,12 +21,22 @@ pub struct Scene {
 }
 
 impl Scene {
-    /// The scene on the GPU: a [`GpuFluid`] holding exactly its particles.
+    /// The scene on the GPU: a [`GpuFluid`] holding exactly its particles
+    /// (blocking; native targets only).
     ///
     /// # Errors
     /// [`GpuFluid::new`]'s errors.
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn fluid(&self, gpu: &Gpu, config: FluidConfig) -> Result<GpuFluid, GpuError> {
-        GpuFluid::new(
+        pollster::block_on(self.fluid_async(gpu, config))
+    }
+
+    /// [`fluid`](Self::fluid) on every target.
+    ///
+    /// # Errors
+    /// [`GpuFluid::new_async`]'s errors.
+    pub async fn fluid_async(&self, gpu: &Gpu, config: FluidConfig) -> Result<GpuFluid, GpuError> {
+        GpuFluid::new_async(
             gpu,
             self.params,
             self.positions.len(),
@@ -34,6 +44,7 @@ impl Scene {
             &self.states,
             config,
         )
+        .await
     }
 }
 
