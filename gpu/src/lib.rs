@@ -15,6 +15,8 @@
 //!   scan, scatter) or the seed's bitonic sort.
 //! * [`GpuEmitter`]: the core's pipe emitter, writing its layers on the GPU.
 //! * [`render`]: density-coloured PNG frames of read-back particles.
+//! * [`camera`]: [`OrbitCamera`], an orbit camera's view-projection matrix.
+//! * [`palette`]: the colours of the frames (the density ramp).
 //!
 //! The neighbour search uses the core's uniform hash exactly: the cell of a
 //! point is [`spatium::uniform::Grid::cell`] and its bucket
@@ -34,16 +36,19 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod camera;
 mod context;
 mod emitter;
 mod error;
 mod fluid;
 pub mod layout;
+pub mod palette;
 mod pipeline;
 pub mod render;
 pub mod scene;
 mod timing;
 
+pub use camera::OrbitCamera;
 pub use context::Gpu;
 pub use emitter::GpuEmitter;
 pub use error::GpuError;
