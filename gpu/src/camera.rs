@@ -305,7 +305,13 @@ mod tests {
             let m = cam.view_proj(1.5);
             let eye = cam.eye();
             let dir = normalize(sub(cam.target, eye));
-            let at = |t: f32| [eye[0] + t * dir[0], eye[1] + t * dir[1], eye[2] + t * dir[2]];
+            let at = |t: f32| {
+                [
+                    eye[0] + t * dir[0],
+                    eye[1] + t * dir[1],
+                    eye[2] + t * dir[2],
+                ]
+            };
             let z_near = ndc(&m, at(cam.near))[2];
             let z_far = ndc(&m, at(cam.far))[2];
             assert!(z_near.abs() < 1e-4, "{z_near}");
@@ -412,7 +418,10 @@ mod tests {
             };
             for aspect in [0.0, -1.0, f32::NAN, 1.0] {
                 let m = cam.view_proj(aspect);
-                assert!(m.iter().flatten().all(|v| v.is_finite()), "{x} {aspect}: {m:?}");
+                assert!(
+                    m.iter().flatten().all(|v| v.is_finite()),
+                    "{x} {aspect}: {m:?}"
+                );
                 assert!(cam.eye().iter().all(|v| v.is_finite()));
             }
             let mut c = cam;

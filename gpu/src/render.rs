@@ -20,7 +20,6 @@ pub struct Image {
     pub rgb: Vec<u8>,
 }
 
-
 /// Renders the particles seen from the front (looking along −z, x to the
 /// right, y up), the domain's x–y face filling the image, each particle a
 /// disc of its collision radius (at least one pixel) coloured from pale to
