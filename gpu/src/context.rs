@@ -93,6 +93,17 @@ impl Gpu {
         &self.info
     }
 
+    /// The device, for work beside the solver's (a [`Renderer`](crate::Renderer),
+    /// textures, buffers).
+    pub fn device(&self) -> &wgpu::Device {
+        &self.device
+    }
+
+    /// The device's queue.
+    pub fn queue(&self) -> &wgpu::Queue {
+        &self.queue
+    }
+
     /// The device's limits.
     pub fn limits(&self) -> wgpu::Limits {
         self.device.limits()
