@@ -15,8 +15,11 @@
 //!   scan, scatter) or the seed's bitonic sort.
 //! * [`GpuEmitter`]: the core's pipe emitter, writing its layers on the GPU.
 //! * [`render`]: density-coloured PNG frames of read-back particles.
-//! * [`camera`]: [`OrbitCamera`], an orbit camera's view-projection matrix.
-//! * [`palette`]: the colours of the frames (the density ramp).
+//! * [`draw`]: the fluid, its obstacles and the channel box in 3D through
+//!   wgpu render pipelines ([`Renderer`]), into a canvas surface (WebGPU) or
+//!   an offscreen texture, seen by an [`OrbitCamera`] ([`camera`]); no
+//!   read-back, no blocking.
+//! * [`palette`]: the colours both share (the density ramp).
 //!
 //! The neighbour search uses the core's uniform hash exactly: the cell of a
 //! point is [`spatium::uniform::Grid::cell`] and its bucket
@@ -38,6 +41,7 @@
 
 pub mod camera;
 mod context;
+pub mod draw;
 mod emitter;
 mod error;
 mod fluid;
@@ -50,6 +54,7 @@ mod timing;
 
 pub use camera::OrbitCamera;
 pub use context::Gpu;
+pub use draw::Renderer;
 pub use emitter::GpuEmitter;
 pub use error::GpuError;
 pub use fluid::{FluidConfig, GpuFluid, Snapshot, SortKind, SortView};
