@@ -7,7 +7,7 @@ mod common;
 
 use spatium::sph::ParticleState;
 use spatium::sph::boundary::{Obstacle, Shape};
-use spatium::{Aabb3, Vec3};
+use spatium::{Aabb3, Point, Vec3};
 use spatium_gpu::camera::{OrbitCamera, transform};
 use spatium_gpu::draw::Renderer;
 use spatium_gpu::palette::{BACKGROUND, OBSTACLE};
@@ -79,7 +79,7 @@ fn render(
         mip_level_count: 1,
         sample_count: 1,
         dimension: wgpu::TextureDimension::D2,
-        format: wgpu::TextureFormat::Rgba8Unorm,
+        format: renderer.color_format(),
         usage: wgpu::TextureUsages::RENDER_ATTACHMENT | wgpu::TextureUsages::COPY_SRC,
         view_formats: &[],
     });
@@ -275,4 +275,112 @@ fn draws_fluid_obstacles_and_box() {
     };
     let at = pixel(&camera, block_centre);
     assert!(!blueish(empty_block.mean(at)));
+}
+
+/// Depth: a sphere between the eye and the block hides the particles
+/// behind it, one behind the block is hidden by them (the particles are
+/// drawn after the obstacles, so only their depth decides). And an sRGB
+/// target shows the same colours as a plain one (the shader encodes for
+/// the plain one, as for a browser canvas).
+#[test]
+fn depth_order_and_srgb_targets() {
+    let Some(gpu) = common::gpu("depth_order_and_srgb_targets") else {
+        return;
+    };
+    let scene = scene::dam_break(512, 0.025, 0.004).expect("scene");
+    let fluid = scene
+        .fluid(&gpu, FluidConfig::default())
+        .expect("fluid on the device");
+    let camera = OrbitCamera::framing(&scene.params.domain);
+    let mut renderer = Renderer::new(gpu.device(), wgpu::TextureFormat::Rgba8Unorm);
+    let block_centre = Vec3::new(0.1, 0.1, 0.1);
+    let eye = camera.eye();
+    let towards_eye = {
+        let d = Vec3::new(eye[0], eye[1], eye[2]) - block_centre;
+        d * (1.0 / d.dot(d).sqrt())
+    };
+    let at = pixel(&camera, block_centre);
+    // 0.2 along the view ray from the block centre is outside the block
+    // (its faces are 0.1 away on every axis): in front, or behind.
+    for (t, in_front) in [(0.2, true), (-0.2, false)] {
+        let ball = Obstacle::fixed(Shape::Sphere {
+            center: block_centre + towards_eye * t,
+            radius: 0.03,
+        });
+        let picture = render(&gpu, &mut renderer, &fluid, &[ball], &camera);
+        let c = picture.mean(at);
+        if in_front {
+            assert!(obstacle_like(c), "sphere in front: {c:?}");
+        } else {
+            assert!(blueish(c), "sphere behind: {c:?}");
+        }
+    }
+
+    let plain = render(&gpu, &mut renderer, &fluid, &[], &camera);
+    let mut srgb_renderer = Renderer::new(gpu.device(), wgpu::TextureFormat::Rgba8UnormSrgb);
+    let srgb = render(&gpu, &mut srgb_renderer, &fluid, &[], &camera);
+    let (a, b) = (plain.mean(at), srgb.mean(at));
+    assert!(
+        (0..3).all(|c| (a[c] - b[c]).abs() < 3.0),
+        "plain {a:?}, sRGB {b:?}"
+    );
+    assert_eq!(srgb.at(0, 0), plain.at(0, 0));
+    let differing = plain
+        .rgba
+        .iter()
+        .zip(&srgb.rgba)
+        .filter(|(x, y)| x.abs_diff(**y) > 2)
+        .count();
+    assert!(
+        differing < plain.rgba.len() / 100,
+        "{differing} bytes differ"
+    );
+}
+
+/// The impostor covers exactly the sphere's silhouette, also close up where
+/// it is much wider than the sphere's radius seen at its centre: a sphere
+/// of radius `r` at distance `d` on the view axis projects to a disc of
+/// angular radius `asin(r/d)`.
+#[test]
+fn sphere_impostor_covers_its_silhouette() {
+    let Some(gpu) = common::gpu("sphere_impostor_covers_its_silhouette") else {
+        return;
+    };
+    let scene = scene::dam_break(8, 0.025, 0.004).expect("scene");
+    let mut fluid = scene
+        .fluid(&gpu, FluidConfig::default())
+        .expect("fluid on the device");
+    fluid.upload(&[], &[]).expect("no particles");
+    let mut renderer = Renderer::new(gpu.device(), wgpu::TextureFormat::Rgba8Unorm);
+    let (r, d) = (0.04f32, 0.08f32);
+    let centre = Vec3::new(1.0, 1.0, 1.0);
+    let camera = OrbitCamera {
+        target: [centre.x, centre.y, centre.z],
+        yaw: 0.3,
+        pitch: 0.2,
+        distance: d,
+        fov_y: 120f32.to_radians(),
+        near: 0.001,
+        far: 10.0,
+        min_distance: 0.001,
+        max_distance: 10.0,
+    };
+    let ball = Obstacle::fixed(Shape::Sphere {
+        center: centre,
+        radius: r,
+    });
+    let picture = render(&gpu, &mut renderer, &fluid, &[ball], &camera);
+    let covered = picture
+        .rgba
+        .chunks_exact(4)
+        .filter(|p| obstacle_like([p[0], p[1], p[2]].map(f32::from)))
+        .count() as f32;
+    let ndc_radius = (r / d).asin().tan() / (0.5 * camera.fov_y).tan();
+    let pixels = ndc_radius * 0.5 * H as f32;
+    let expected = std::f32::consts::PI * pixels * pixels;
+    eprintln!("silhouette: {covered} pixels, expected {expected:.0}");
+    assert!(
+        (covered - expected).abs() < 0.03 * expected,
+        "{covered} pixels, expected {expected:.0}"
+    );
 }
