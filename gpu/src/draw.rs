@@ -78,7 +78,9 @@ struct FluidBinding {
 ///
 /// Owns its pipelines, the per-frame uniform, the obstacle instances and a
 /// depth buffer ([`DEPTH_FORMAT`]) that follows the target's size. Create
-/// it on the fluid's device, once per colour format.
+/// it on the fluid's device, once per colour format. It keeps the bind
+/// group of the last fluid drawn (and so a reference to that fluid's two
+/// buffers) until a fluid with other buffers is drawn or it is dropped.
 pub struct Renderer {
     color_format: wgpu::TextureFormat,
     layout: wgpu::BindGroupLayout,
