@@ -116,7 +116,13 @@ impl Gpu {
         })
     }
 
-    /// The device (to build more pipelines on it, for example to draw).
+    /// The adapter's name, backend, driver and type.
+    pub fn adapter_info(&self) -> &wgpu::AdapterInfo {
+        &self.info
+    }
+
+    /// The device, for work beside the solver's (a [`Renderer`](crate::Renderer),
+    /// textures, buffers).
     pub fn device(&self) -> &wgpu::Device {
         &self.device
     }
@@ -124,11 +130,6 @@ impl Gpu {
     /// The device's queue.
     pub fn queue(&self) -> &wgpu::Queue {
         &self.queue
-    }
-
-    /// The adapter's name, backend, driver and type.
-    pub fn adapter_info(&self) -> &wgpu::AdapterInfo {
-        &self.info
     }
 
     /// The device's limits.

@@ -1208,6 +1208,26 @@ impl GpuFluid {
     pub(crate) fn queue(&self) -> &wgpu::Queue {
         &self.queue
     }
+
+    /// The per-id positions: `[f32; 3]` (the bytes of [`Vec3`]) per
+    /// particle, stride 12 bytes, id `i` at byte `12·i`. Valid for the first
+    /// [`len()`](Self::len) ids; the rest of the capacity holds stale or
+    /// zero data. Usage `STORAGE | COPY_SRC | COPY_DST`: bind it read-only
+    /// (e.g. in a vertex shader, as [`draw::Renderer`](crate::draw::Renderer)
+    /// does); the solver rewrites it during [`step`](Self::step).
+    pub fn positions_buffer(&self) -> &wgpu::Buffer {
+        &self.buffers.positions
+    }
+
+    /// The per-id states: the core's [`ParticleState<Vec3>`] as 17 `f32`
+    /// per particle, stride 68 bytes, in field order velocity (words 0–2),
+    /// acceleration (3–5), normal (6–8), step start position (9–11), step
+    /// start velocity (12–14), density (15), pressure (16). Valid for the
+    /// first [`len()`](Self::len) ids. Usage as
+    /// [`positions_buffer`](Self::positions_buffer).
+    pub fn states_buffer(&self) -> &wgpu::Buffer {
+        &self.buffers.states
+    }
 }
 
 /// Natively, runs the device until the work submitted so far has finished

@@ -16,6 +16,11 @@
 //!   scan, scatter) or the seed's bitonic sort.
 //! * [`GpuEmitter`]: the core's pipe emitter, writing its layers on the GPU.
 //! * [`render`]: density-coloured PNG frames of read-back particles.
+//! * [`draw`]: the fluid, its obstacles and the channel box in 3D through
+//!   wgpu render pipelines ([`Renderer`]), into a canvas surface (WebGPU) or
+//!   an offscreen texture, seen by an [`OrbitCamera`] ([`camera`]); no
+//!   read-back, no blocking.
+//! * [`palette`]: the colours both share (the density ramp).
 //!
 //! The neighbour search uses the core's uniform hash exactly: the cell of a
 //! point is [`spatium::uniform::Grid::cell`] and its bucket
@@ -46,18 +51,23 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod camera;
 mod context;
+pub mod draw;
 mod emitter;
 mod error;
 mod fluid;
 pub mod layout;
 mod oneshot;
+pub mod palette;
 mod pipeline;
 pub mod render;
 pub mod scene;
 mod timing;
 
+pub use camera::OrbitCamera;
 pub use context::Gpu;
+pub use draw::Renderer;
 pub use emitter::GpuEmitter;
 pub use error::GpuError;
 pub use fluid::{FluidConfig, GpuFluid, Snapshot, SortKind, SortView};

@@ -7,6 +7,8 @@ use std::path::Path;
 use spatium::sph::{ParticleState, SphParams};
 use spatium::{BoundingBox, Vec3};
 
+use crate::palette::{BACKGROUND, FRAME, density_colour};
+
 /// An RGB image, 8 bits per channel, rows top to bottom.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Image {
@@ -18,16 +20,11 @@ pub struct Image {
     pub rgb: Vec<u8>,
 }
 
-const BACKGROUND: [f32; 3] = [24.0, 26.0, 30.0];
-const FRAME: [u8; 3] = [110, 110, 120];
-/// The seed's colouring: pale blue at low density, strong blue at high.
-const PALE: [f32; 3] = [205.0, 228.0, 255.0];
-const STRONG: [f32; 3] = [8.0, 48.0, 190.0];
-
 /// Renders the particles seen from the front (looking along −z, x to the
 /// right, y up), the domain's x–y face filling the image, each particle a
 /// disc of its collision radius (at least one pixel) coloured from pale to
-/// strong blue as its density goes from 0.5 to 1.5 times the rest density,
+/// strong blue as its density goes from 0.5 to 1.5 times the rest density
+/// ([`palette::density_colour`](crate::palette::density_colour)),
 /// darker with depth; nearer particles cover farther ones.
 pub fn render_density(
     positions: &[Vec3],
@@ -39,7 +36,7 @@ pub fn render_density(
     let (w, h) = (width.max(1), height.max(1));
     let mut rgb = Vec::with_capacity(3 * w as usize * h as usize);
     for _ in 0..w as usize * h as usize {
-        rgb.extend(BACKGROUND.map(|c| c as u8));
+        rgb.extend(BACKGROUND);
     }
     let (lo, hi) = (params.domain.min(), params.domain.max());
     let span_x = (hi.x - lo.x).max(f32::MIN_POSITIVE);
@@ -60,11 +57,10 @@ pub fn render_density(
         if !(p.x.is_finite() && p.y.is_finite() && p.z.is_finite()) {
             continue;
         }
-        let ratio = states[i].density / params.rest_density;
-        let t = ((ratio - 0.5) / 1.0).clamp(0.0, 1.0);
+        let base = density_colour(states[i].density, params.rest_density);
         let depth = ((p.z - lo.z) / span_z).clamp(0.0, 1.0);
         let shade = 0.55 + 0.45 * depth;
-        let colour = [0, 1, 2].map(|c| ((PALE[c] + (STRONG[c] - PALE[c]) * t) * shade) as u8);
+        let colour = base.map(|c| (c * shade) as u8);
         let cx = (p.x - lo.x) * scale;
         let cy = (hi.y - p.y) * scale;
         image.disc(cx, cy, radius, colour);
