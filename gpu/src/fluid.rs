@@ -1,6 +1,7 @@
 //! [`GpuFluid`]: the solver's particles on the device and the step
 //! pipeline that advances them.
 
+use spatium::sph::boundary::Obstacle;
 use spatium::sph::{Integrator, ParamBlock, ParticleState, SphParams};
 use spatium::uniform::Grid;
 use spatium::{BoundingBox, Point, Vec3};
@@ -8,6 +9,7 @@ use spatium::{BoundingBox, Point, Vec3};
 use crate::context::Gpu;
 use crate::error::GpuError;
 use crate::layout::{EmitBlock, GridBlock, PassBlock, ScanBlock};
+use crate::obstacles::{OBSTACLE_BUFFER_BYTES, ObstacleSet};
 use crate::pipeline::{Kernel, Kernels, WORKGROUP, bind_group, dispatch_grid};
 use crate::timing::{Stage, StageTimes};
 
@@ -123,6 +125,7 @@ struct Buffers {
     sorted_np: wgpu::Buffer,
     flags: wgpu::Buffer,
     emit: wgpu::Buffer,
+    obstacles: wgpu::Buffer,
 }
 
 struct Binds {
@@ -133,6 +136,7 @@ struct Binds {
     integrate: wgpu::BindGroup,
     probe: wgpu::BindGroup,
     probe_out: wgpu::Buffer,
+    advance: wgpu::BindGroup,
 }
 
 /// An SPH fluid on the GPU: positions and [`ParticleState`]s in device
@@ -180,6 +184,7 @@ pub struct GpuFluid {
     timer: Option<Timer>,
     times: StageTimes,
     steps: u64,
+    obstacles: ObstacleSet,
 }
 
 /// A whole buffer as a binding.
@@ -391,6 +396,7 @@ impl GpuFluid {
             sorted_np: buffer("sorted normal, pressure", bytes(cap, 16), storage),
             flags: buffer("flags", 4, storage),
             emit: buffer("emit", 64, uniform),
+            obstacles: buffer("obstacles", OBSTACLE_BUFFER_BYTES, storage),
         };
         // Counting sort: (bucket, rank) per id; bitonic: the sorted pairs.
         let pairs = buffer("pairs", bytes(cap.max(sort_cap), 8), storage);
@@ -438,6 +444,7 @@ impl GpuFluid {
                 whole(&buffers.positions),
                 whole(&buffers.states),
                 whole(&buffers.flags),
+                whole(&buffers.obstacles),
             ],
         );
         let probe = bind_group(
@@ -445,6 +452,7 @@ impl GpuFluid {
             &kernels.probe.group,
             &[whole(&buffers.positions), whole(&probe_out)],
         );
+        let advance = bind_group(&device, &kernels.advance.group, &[whole(&buffers.obstacles)]);
 
         // Scan levels: the table, then the block totals of each level until
         // one block holds them all.
@@ -567,6 +575,7 @@ impl GpuFluid {
                 integrate,
                 probe,
                 probe_out,
+                advance,
             },
             kernels,
             grid,
@@ -575,6 +584,7 @@ impl GpuFluid {
             timer,
             times: StageTimes::default(),
             steps: 0,
+            obstacles: ObstacleSet::default(),
         }
     }
 
@@ -653,6 +663,9 @@ impl GpuFluid {
         self.queue
             .write_buffer(&self.buffers.params, 0, bytemuck::bytes_of(&block));
         self.write_grid();
+        // The obstacles' displacements per step follow the new `dt`.
+        self.obstacles
+            .write(&self.queue, &self.buffers.obstacles, self.params.dt);
         Ok(())
     }
 
@@ -690,12 +703,17 @@ impl GpuFluid {
     }
 
     /// Advances the fluid by `k` steps of `params.dt`, as `k` calls of
-    /// [`spatium::sph::Fluid::step`] with walls only. Returns once the
+    /// [`spatium::sph::Fluid::step`], each after
+    /// [`Obstacles::advance`](spatium::Obstacles::advance) when there are
+    /// obstacles ([`set_obstacles`](Self::set_obstacles)). Returns once the
     /// work is submitted (or, when timing, once its timings are read).
     ///
     /// # Errors
-    /// [`GpuError::Operation`] if reading the timings fails.
+    /// [`GpuError::Operation`] if reading the timings fails;
+    /// [`GpuError::Core`] if a moving obstacle would leave the finite range
+    /// within the `k` steps (nothing is stepped then).
     pub fn step(&mut self, k: u32) -> Result<(), GpuError> {
+        self.obstacles.advance(k, self.params.dt)?;
         let per_step = self.passes_per_step();
         let batch = match self.timer {
             Some(_) => (QUERIES / (2 * per_step)).max(1),
@@ -728,6 +746,48 @@ impl GpuFluid {
             left -= steps;
         }
         Ok(())
+    }
+
+    /// Replaces the obstacles (ids are slice indices): spheres, boxes and
+    /// triangles, static or moving, resolved after each integration half
+    /// with the core's contact rules (walls, up to
+    /// [`CONTACT_PASSES`](spatium::sph::boundary::CONTACT_PASSES) passes
+    /// over the obstacles in id order, walls), and moved by
+    /// `velocity · dt` at the start of each step. An empty slice removes
+    /// them.
+    ///
+    /// # Errors
+    /// [`GpuError::TooManyObstacles`] for more than
+    /// [`MAX_OBSTACLES`](crate::MAX_OBSTACLES); [`GpuError::Core`] for a
+    /// shape [`Shape::check`](spatium::sph::boundary::Shape::check)
+    /// refuses or a non-finite velocity, as
+    /// [`Obstacles::add`](spatium::Obstacles::add). Nothing changes on
+    /// error.
+    pub fn set_obstacles(&mut self, obstacles: &[Obstacle<Vec3>]) -> Result<(), GpuError> {
+        self.obstacles
+            .set(obstacles, &self.queue, &self.buffers.obstacles, self.params.dt)
+    }
+
+    /// The obstacles, by id, where they are after the steps taken (a host
+    /// mirror of the device's copy, moved by the same `f32` operations).
+    pub fn obstacles(&self) -> &[Obstacle<Vec3>] {
+        self.obstacles.as_slice()
+    }
+
+    /// Waits for the device and reads the obstacles back from its buffer
+    /// (equal to [`obstacles`](Self::obstacles); for checking).
+    ///
+    /// # Errors
+    /// [`GpuError::Operation`] if the read-back fails or the buffer holds
+    /// no valid obstacles.
+    pub fn read_obstacles(&self) -> Result<Vec<Obstacle<Vec3>>, GpuError> {
+        let raw = read_buffer(
+            &self.device,
+            &self.queue,
+            &self.buffers.obstacles,
+            OBSTACLE_BUFFER_BYTES,
+        )?;
+        crate::obstacles::decode(&raw)
     }
 
     /// Blocks until the submitted work has finished.
@@ -891,6 +951,11 @@ impl GpuFluid {
         kernel: Kernel,
     ) {
         let mut pass = self.pass(encoder, stages, Stage::Integrate);
+        if matches!(kernel, Kernel::HalfStep | Kernel::EulerStep) && self.obstacles.moving() {
+            // The step's `Obstacles::advance`, before its first collisions.
+            pass.set_bind_group(1, &self.binds.advance, &[]);
+            self.run_groups(&mut pass, Kernel::AdvanceObstacles, 1);
+        }
         pass.set_bind_group(1, &self.binds.integrate, &[]);
         self.run(&mut pass, kernel, self.len);
     }
