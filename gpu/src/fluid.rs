@@ -452,7 +452,11 @@ impl GpuFluid {
             &kernels.probe.group,
             &[whole(&buffers.positions), whole(&probe_out)],
         );
-        let advance = bind_group(&device, &kernels.advance.group, &[whole(&buffers.obstacles)]);
+        let advance = bind_group(
+            &device,
+            &kernels.advance.group,
+            &[whole(&buffers.obstacles)],
+        );
 
         // Scan levels: the table, then the block totals of each level until
         // one block holds them all.
@@ -764,8 +768,12 @@ impl GpuFluid {
     /// [`Obstacles::add`](spatium::Obstacles::add). Nothing changes on
     /// error.
     pub fn set_obstacles(&mut self, obstacles: &[Obstacle<Vec3>]) -> Result<(), GpuError> {
-        self.obstacles
-            .set(obstacles, &self.queue, &self.buffers.obstacles, self.params.dt)
+        self.obstacles.set(
+            obstacles,
+            &self.queue,
+            &self.buffers.obstacles,
+            self.params.dt,
+        )
     }
 
     /// The obstacles, by id, where they are after the steps taken (a host

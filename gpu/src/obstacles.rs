@@ -64,7 +64,9 @@ fn vec(a: [f32; 3]) -> Vec3 {
 impl ObstacleRecord {
     fn new(o: &Obstacle<Vec3>, dt: f32) -> Self {
         let (kind, a, b, c) = match o.shape {
-            Shape::Sphere { center, radius } => (SPHERE, center, Vec3::new(radius, 0.0, 0.0), Vec3::ZERO),
+            Shape::Sphere { center, radius } => {
+                (SPHERE, center, Vec3::new(radius, 0.0, 0.0), Vec3::ZERO)
+            }
             Shape::Box(b) => (BOX, b.min(), b.max(), Vec3::ZERO),
             Shape::Triangle([a, b, c]) => (TRIANGLE, a, b, c),
         };
@@ -211,7 +213,8 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Vec<Obstacle<Vec3>>, GpuError> {
         return Err(bad("short"));
     }
     let count = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]) as usize;
-    if count > MAX_OBSTACLES || bytes.len() < (HEADER_BYTES + RECORD_BYTES * count as u64) as usize {
+    if count > MAX_OBSTACLES || bytes.len() < (HEADER_BYTES + RECORD_BYTES * count as u64) as usize
+    {
         return Err(bad("count"));
     }
     let records: Vec<ObstacleRecord> = bytemuck::pod_collect_to_vec(

@@ -202,7 +202,7 @@ fn collide(x0: vec3<f32>, v0: vec3<f32>) -> array<vec3<f32>, 2> {
     var v = v0;
     let r = params.particle_radius;
     let n = min(solids.count, MAX_OBSTACLES);
-    for (var pass = 0u; pass < CONTACT_PASSES; pass++) {
+    for (var round = 0u; round < CONTACT_PASSES; round++) {
         let qlo = x - vec3<f32>(r);
         let qhi = x + vec3<f32>(r);
         var touched = false;
