@@ -46,6 +46,14 @@ pub enum GpuError {
     /// A device operation failed: allocation, shader validation, a buffer
     /// mapping, or waiting for the device.
     Operation(String),
+    /// More obstacles than a fluid holds
+    /// ([`MAX_OBSTACLES`](crate::MAX_OBSTACLES)).
+    TooManyObstacles {
+        /// Most obstacles a fluid holds.
+        max: usize,
+        /// Obstacles given.
+        requested: usize,
+    },
 }
 
 impl fmt::Display for GpuError {
@@ -68,6 +76,9 @@ impl fmt::Display for GpuError {
                 write!(f, "{positions} positions but {states} particle states")
             }
             Self::Operation(why) => write!(f, "device operation failed: {why}"),
+            Self::TooManyObstacles { max, requested } => {
+                write!(f, "{requested} obstacles given, at most {max} allowed")
+            }
         }
     }
 }

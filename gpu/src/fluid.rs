@@ -1,6 +1,7 @@
 //! [`GpuFluid`]: the solver's particles on the device and the step
 //! pipeline that advances them.
 
+use spatium::sph::boundary::Obstacle;
 use spatium::sph::{Integrator, ParamBlock, ParticleState, SphParams};
 use spatium::uniform::Grid;
 use spatium::{BoundingBox, Point, Vec3};
@@ -8,6 +9,7 @@ use spatium::{BoundingBox, Point, Vec3};
 use crate::context::Gpu;
 use crate::error::GpuError;
 use crate::layout::{EmitBlock, GridBlock, PassBlock, ScanBlock};
+use crate::obstacles::{OBSTACLE_BUFFER_BYTES, ObstacleSet};
 use crate::oneshot;
 use crate::pipeline::{Kernel, Kernels, WORKGROUP, bind_group, dispatch_grid};
 use crate::timing::{Stage, StageTimes};
@@ -125,6 +127,7 @@ struct Buffers {
     sorted_np: wgpu::Buffer,
     flags: wgpu::Buffer,
     emit: wgpu::Buffer,
+    obstacles: wgpu::Buffer,
 }
 
 struct Binds {
@@ -135,6 +138,7 @@ struct Binds {
     integrate: wgpu::BindGroup,
     probe: wgpu::BindGroup,
     probe_out: wgpu::Buffer,
+    advance: wgpu::BindGroup,
 }
 
 /// An SPH fluid on the GPU: positions and [`ParticleState`]s in device
@@ -184,6 +188,7 @@ pub struct GpuFluid {
     /// `step`, in a browser when the GPU has finished the batch).
     times: Arc<Mutex<Timings>>,
     steps: u64,
+    obstacles: ObstacleSet,
 }
 
 /// The stage times read back so far, and the first read-back failure.
@@ -430,6 +435,7 @@ impl GpuFluid {
             sorted_np: buffer("sorted normal, pressure", bytes(cap, 16), storage),
             flags: buffer("flags", 4, storage),
             emit: buffer("emit", 64, uniform),
+            obstacles: buffer("obstacles", OBSTACLE_BUFFER_BYTES, storage),
         };
         // Counting sort: (bucket, rank) per id; bitonic: the sorted pairs.
         let pairs = buffer("pairs", bytes(cap.max(sort_cap), 8), storage);
@@ -477,12 +483,18 @@ impl GpuFluid {
                 whole(&buffers.positions),
                 whole(&buffers.states),
                 whole(&buffers.flags),
+                whole(&buffers.obstacles),
             ],
         );
         let probe = bind_group(
             &device,
             &kernels.probe.group,
             &[whole(&buffers.positions), whole(&probe_out)],
+        );
+        let advance = bind_group(
+            &device,
+            &kernels.advance.group,
+            &[whole(&buffers.obstacles)],
         );
 
         // Scan levels: the table, then the block totals of each level until
@@ -606,6 +618,7 @@ impl GpuFluid {
                 integrate,
                 probe,
                 probe_out,
+                advance,
             },
             kernels,
             grid,
@@ -614,6 +627,7 @@ impl GpuFluid {
             timer,
             times: Arc::default(),
             steps: 0,
+            obstacles: ObstacleSet::default(),
         }
     }
 
@@ -701,6 +715,9 @@ impl GpuFluid {
         self.queue
             .write_buffer(&self.buffers.params, 0, bytemuck::bytes_of(&block));
         self.write_grid();
+        // The obstacles' displacements per step follow the new `dt`.
+        self.obstacles
+            .write(&self.queue, &self.buffers.obstacles, self.params.dt);
         Ok(())
     }
 
@@ -738,18 +755,23 @@ impl GpuFluid {
     }
 
     /// Advances the fluid by `k` steps of `params.dt`, as `k` calls of
-    /// [`spatium::sph::Fluid::step`] with walls only. Returns once the
+    /// [`spatium::sph::Fluid::step`], each after
+    /// [`Obstacles::advance`](spatium::Obstacles::advance) when there are
+    /// obstacles ([`set_obstacles`](Self::set_obstacles)). Returns once the
     /// work is submitted; when timing, natively also once its timings are
     /// read (in a browser they arrive later, see
     /// [`stage_times`](Self::stage_times)).
     ///
     /// # Errors
     /// [`GpuError::Operation`] if reading the timings of this or an
-    /// earlier step failed.
+    /// earlier step failed; [`GpuError::Core`] if a moving obstacle would
+    /// leave the finite range within the `k` steps (nothing is stepped
+    /// then).
     pub fn step(&mut self, k: u32) -> Result<(), GpuError> {
         if let Some(e) = lock(&self.times).error.take() {
             return Err(GpuError::Operation(e));
         }
+        self.obstacles.advance(k, self.params.dt)?;
         let per_step = self.passes_per_step();
         let batch = match self.timer {
             Some(_) => (QUERIES / (2 * per_step)).max(1),
@@ -795,6 +817,63 @@ impl GpuFluid {
             left -= steps;
         }
         Ok(())
+    }
+
+    /// Replaces the obstacles (ids are slice indices): spheres, boxes and
+    /// triangles, static or moving, resolved after each integration half
+    /// with the core's contact rules (walls, up to
+    /// [`CONTACT_PASSES`](spatium::sph::boundary::CONTACT_PASSES) passes
+    /// over the obstacles in id order, walls), and moved by
+    /// `velocity · dt` at the start of each step. An empty slice removes
+    /// them.
+    ///
+    /// # Errors
+    /// [`GpuError::TooManyObstacles`] for more than
+    /// [`MAX_OBSTACLES`](crate::MAX_OBSTACLES); [`GpuError::Core`] for a
+    /// shape [`Shape::check`](spatium::sph::boundary::Shape::check)
+    /// refuses or a non-finite velocity, as
+    /// [`Obstacles::add`](spatium::Obstacles::add). Nothing changes on
+    /// error.
+    pub fn set_obstacles(&mut self, obstacles: &[Obstacle<Vec3>]) -> Result<(), GpuError> {
+        self.obstacles.set(
+            obstacles,
+            &self.queue,
+            &self.buffers.obstacles,
+            self.params.dt,
+        )
+    }
+
+    /// The obstacles, by id, where they are after the steps taken (a host
+    /// mirror of the device's copy, moved by the same `f32` operations).
+    pub fn obstacles(&self) -> &[Obstacle<Vec3>] {
+        self.obstacles.as_slice()
+    }
+
+    /// Waits for the device and reads the obstacles back from its buffer
+    /// (equal to [`obstacles`](Self::obstacles); for checking; native
+    /// targets only).
+    ///
+    /// # Errors
+    /// [`GpuError::Operation`] if the read-back fails or the buffer holds
+    /// no valid obstacles.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn read_obstacles(&self) -> Result<Vec<Obstacle<Vec3>>, GpuError> {
+        pollster::block_on(self.read_obstacles_async())
+    }
+
+    /// [`read_obstacles`](Self::read_obstacles) on every target.
+    ///
+    /// # Errors
+    /// As [`read_obstacles`](Self::read_obstacles).
+    pub async fn read_obstacles_async(&self) -> Result<Vec<Obstacle<Vec3>>, GpuError> {
+        let raw = read_buffer(
+            &self.device,
+            &self.queue,
+            &self.buffers.obstacles,
+            OBSTACLE_BUFFER_BYTES,
+        )
+        .await?;
+        crate::obstacles::decode(&raw)
     }
 
     /// Blocks until the submitted work has finished (native targets).
@@ -970,6 +1049,11 @@ impl GpuFluid {
         kernel: Kernel,
     ) {
         let mut pass = self.pass(encoder, stages, Stage::Integrate);
+        if matches!(kernel, Kernel::HalfStep | Kernel::EulerStep) && self.obstacles.moving() {
+            // The step's `Obstacles::advance`, before its first collisions.
+            pass.set_bind_group(1, &self.binds.advance, &[]);
+            self.run_groups(&mut pass, Kernel::AdvanceObstacles, 1);
+        }
         pass.set_bind_group(1, &self.binds.integrate, &[]);
         self.run(&mut pass, kernel, self.len);
     }

@@ -158,6 +158,7 @@ pub(crate) enum Kernel {
     EulerStep,
     EmitLayer,
     ProbeCells,
+    AdvanceObstacles,
 }
 
 /// Every module and pipeline of the step.
@@ -170,6 +171,7 @@ pub(crate) struct Kernels {
     pub integrate: Module,
     pub probe: Module,
     pub emit: Module,
+    pub advance: Module,
     pipelines: Vec<wgpu::ComputePipeline>,
 }
 
@@ -204,8 +206,20 @@ impl Kernels {
         );
         let integrate = m(
             "integrate",
-            include_str!("shaders/integrate.wgsl"),
-            &[ReadWrite, ReadWrite, ReadWrite],
+            concat!(
+                include_str!("shaders/integrate.wgsl"),
+                include_str!("shaders/obstacle_types.wgsl"),
+                include_str!("shaders/collide.wgsl"),
+            ),
+            &[ReadWrite, ReadWrite, ReadWrite, Read],
+        );
+        let advance = m(
+            "advance obstacles",
+            concat!(
+                include_str!("shaders/obstacle_types.wgsl"),
+                include_str!("shaders/advance.wgsl"),
+            ),
+            &[ReadWrite],
         );
         let probe = m(
             "probe",
@@ -217,7 +231,7 @@ impl Kernels {
             include_str!("shaders/emit.wgsl"),
             &[ReadWrite, ReadWrite, Read, Uniform],
         );
-        let table: [(Kernel, &Module, &str); 19] = [
+        let table: [(Kernel, &Module, &str); 20] = [
             (Kernel::ClearTable, &grid, "clear_table"),
             (Kernel::CountCells, &grid, "count_cells"),
             (Kernel::Scatter, &grid, "scatter"),
@@ -237,6 +251,7 @@ impl Kernels {
             (Kernel::EulerStep, &integrate, "euler_step"),
             (Kernel::EmitLayer, &emit, "emit_layer"),
             (Kernel::ProbeCells, &probe, "probe_cells"),
+            (Kernel::AdvanceObstacles, &advance, "advance_obstacles"),
         ];
         let pipelines = table
             .iter()
@@ -255,6 +270,7 @@ impl Kernels {
             integrate,
             probe,
             emit,
+            advance,
             pipelines,
         }
     }

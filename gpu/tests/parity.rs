@@ -23,23 +23,7 @@ fn block(integrator: Integrator) -> Scene {
 /// clamp and the runs part chaotically; the CPU solver against itself with
 /// another pair order does the same (see `cpu_pair_order_floor`).
 const STEPS: u32 = 25;
-/// Largest per-particle differences accepted: position 1/1000 of the
-/// spacing (m), velocity 1 mm/s (the block falls at up to 0.8 m/s),
-/// density 1/1000 of the rest density; the step's start position and
-/// velocity as position and velocity. Measured on lavapipe: about 5e-7 m,
-/// 2e-4 m/s and 5e-6 (see the README).
-pub const POSITION_TOL: f32 = 1e-3 * 0.025;
-/// See [`POSITION_TOL`].
-pub const VELOCITY_TOL: f32 = 1e-3;
-/// See [`POSITION_TOL`].
-pub const DENSITY_TOL: f32 = 1e-3;
-/// Largest differences of pressure and normal, relative to the largest
-/// magnitude of each on the CPU. Measured on lavapipe: about 1e-5.
-pub const RELATIVE_TOL: f32 = 1e-3;
-/// Largest difference of the acceleration, relative to the largest on the
-/// CPU (the pressure force of the particles in contact with the floor).
-/// Measured on lavapipe: up to about 1.5e-4.
-pub const ACCELERATION_TOL: f32 = 2e-3;
+use common::{ACCELERATION_TOL, DENSITY_TOL, POSITION_TOL, RELATIVE_TOL, VELOCITY_TOL};
 
 fn check(test: &str, integrator: Integrator, config: FluidConfig) {
     let Some(gpu) = common::gpu(test) else {

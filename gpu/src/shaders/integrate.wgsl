@@ -5,6 +5,7 @@
 @group(1) @binding(0) var<storage, read_write> positions: array<Position>;
 @group(1) @binding(1) var<storage, read_write> states: array<State>;
 @group(1) @binding(2) var<storage, read_write> flags: array<atomic<u32>>;
+// Binding 3, the obstacles (`solids`), is declared in collide.wgsl.
 
 // One axis of `clamp_to_walls`: (position, velocity).
 fn wall(x: f32, v: f32, lo: f32, hi: f32) -> vec2<f32> {
@@ -29,12 +30,26 @@ fn finite(v: vec3<f32>) -> bool {
     return all(e != vec3<u32>(0x7f800000u));
 }
 
-// Walls, then the new position and velocity stored; a non-finite result
-// raises flag 0 (the host reports the scene as diverged).
-fn finish(i: u32, x: vec3<f32>, v: vec3<f32>) {
+// `clamp_to_walls`: (position, velocity).
+fn walls(x: vec3<f32>, v: vec3<f32>) -> array<vec3<f32>, 2> {
     let wx = wall(x.x, v.x, params.domain_min_x, params.domain_max_x);
     let wy = wall(x.y, v.y, params.domain_min_y, params.domain_max_y);
     let wz = wall(x.z, v.z, params.domain_min_z, params.domain_max_z);
+    return array<vec3<f32>, 2>(vec3<f32>(wx.x, wy.x, wz.x), vec3<f32>(wx.y, wy.y, wz.y));
+}
+
+// Walls, then with obstacles (collide.wgsl) the obstacles and the walls
+// again, as `Fluid::collide`; then the new position and velocity stored; a
+// non-finite result raises flag 0 (the host reports the scene as diverged).
+fn finish(i: u32, x: vec3<f32>, v: vec3<f32>) {
+    var xv = walls(x, v);
+    if solids.count > 0u {
+        xv = collide(xv[0], xv[1]);
+        xv = walls(xv[0], xv[1]);
+    }
+    let wx = vec2<f32>(xv[0].x, xv[1].x);
+    let wy = vec2<f32>(xv[0].y, xv[1].y);
+    let wz = vec2<f32>(xv[0].z, xv[1].z);
     positions[i] = Position(wx.x, wy.x, wz.x);
     states[i].vx = wx.y;
     states[i].vy = wy.y;

@@ -82,6 +82,26 @@ pub fn cpu_run(scene: &Scene, steps: u32) -> (Vec<Vec3>, Vec<ParticleState<Vec3>
     (fluid.positions().to_vec(), fluid.state().to_vec())
 }
 
+// The parity tolerances, shared by `parity.rs` and `obstacles.rs`.
+
+/// Largest per-particle differences accepted: position 1/1000 of the
+/// spacing (m), velocity 1 mm/s (the block falls at up to 0.8 m/s),
+/// density 1/1000 of the rest density; the step's start position and
+/// velocity as position and velocity. Measured on lavapipe: about 5e-7 m,
+/// 2e-4 m/s and 5e-6 (see the README).
+pub const POSITION_TOL: f32 = 1e-3 * 0.025;
+/// See [`POSITION_TOL`].
+pub const VELOCITY_TOL: f32 = 1e-3;
+/// See [`POSITION_TOL`].
+pub const DENSITY_TOL: f32 = 1e-3;
+/// Largest differences of pressure and normal, relative to the largest
+/// magnitude of each on the CPU. Measured on lavapipe: about 1e-5.
+pub const RELATIVE_TOL: f32 = 1e-3;
+/// Largest difference of the acceleration, relative to the largest on the
+/// CPU (the pressure force of the particles in contact with the floor).
+/// Measured on lavapipe: up to about 1.5e-4.
+pub const ACCELERATION_TOL: f32 = 2e-3;
+
 /// Largest per-particle differences between two runs: position and
 /// velocity, and the step's start position and velocity, absolute (m,
 /// m/s), density
