@@ -20,6 +20,7 @@ use crate::error::GpuError;
 pub struct Gpu {
     pub(crate) device: wgpu::Device,
     pub(crate) queue: wgpu::Queue,
+    adapter: wgpu::Adapter,
     info: wgpu::AdapterInfo,
     timestamps: bool,
 }
@@ -111,9 +112,15 @@ impl Gpu {
         Ok(Self {
             device,
             queue,
+            adapter,
             info,
             timestamps,
         })
+    }
+
+    /// The adapter (to configure a surface for it).
+    pub fn adapter(&self) -> &wgpu::Adapter {
+        &self.adapter
     }
 
     /// The adapter's name, backend, driver and type.
