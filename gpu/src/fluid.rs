@@ -782,6 +782,9 @@ impl GpuFluid {
 
     /// The obstacles, by id, where they are after the steps taken (a host
     /// mirror of the device's copy, moved by the same `f32` operations).
+    /// [`step`](Self::step)`(k)` moves the mirror by all `k` steps before
+    /// it submits them, so it runs ahead of the device until they finish
+    /// (and stays ahead if reading the timings fails part-way).
     pub fn obstacles(&self) -> &[Obstacle<Vec3>] {
         self.obstacles.as_slice()
     }
