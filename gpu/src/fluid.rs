@@ -143,7 +143,8 @@ struct Binds {
 
 /// An SPH fluid on the GPU: positions and [`ParticleState`]s in device
 /// buffers, stepped by WGSL compute kernels that mirror
-/// [`spatium::sph::Fluid::step`] with walls only.
+/// [`spatium::sph::Fluid::step`] with the box walls and, if set, kinematic
+/// obstacles ([`set_obstacles`](Self::set_obstacles)).
 ///
 /// Each force evaluation runs the seed's pipeline: cell and bucket of each
 /// particle (the core's [`Grid`] arithmetic, origin at the domain centre),
@@ -158,14 +159,17 @@ struct Binds {
 ///
 /// # Memory
 ///
-/// `148·C + 8·P + 4·T` bytes of device memory for capacity `C`, `T` buckets
-/// and `P` sort pairs (counting sort: `C`; bitonic: the capacity rounded up
-/// to a power of two, at least 512), plus the scan levels (`T/256` bytes)
-/// and at most 64 KiB of uniform blocks (bitonic pass parameters,
-/// timestamps); [`memory_bytes`](Self::memory_bytes) gives the exact sum,
-/// and a test holds it to this formula. Per particle: position 12, state 68, sorted
-/// position + bucket 16, sorted id 4, sorted velocity + density 16, sorted
-/// normal + pressure 16, cell probe 16.
+/// `148·C + 8·P + 4·T + 4112` bytes of device memory for capacity `C`, `T`
+/// buckets and `P` sort pairs (counting sort: `C`; bitonic: the capacity
+/// rounded up to a power of two, at least 512), plus the scan levels
+/// (`T/256` bytes) and at most 64 KiB of uniform blocks (bitonic pass
+/// parameters, timestamps); [`memory_bytes`](Self::memory_bytes) gives the
+/// exact sum, and a test holds it to this formula. Per particle: position
+/// 12, state 68, sorted position + bucket 16, sorted id 4, sorted
+/// velocity + density 16, sorted normal + pressure 16, cell probe 16. The 4112 bytes
+/// are the obstacle buffer: a 16-byte header and 64 bytes for each of
+/// [`MAX_OBSTACLES`](crate::MAX_OBSTACLES) = 64 obstacles, allocated
+/// whether or not obstacles are set.
 pub struct GpuFluid {
     device: wgpu::Device,
     queue: wgpu::Queue,
@@ -845,6 +849,9 @@ impl GpuFluid {
 
     /// The obstacles, by id, where they are after the steps taken (a host
     /// mirror of the device's copy, moved by the same `f32` operations).
+    /// [`step`](Self::step)`(k)` moves the mirror by all `k` steps before
+    /// it submits them, so it runs ahead of the device until they finish
+    /// (and stays ahead if reading the timings fails part-way).
     pub fn obstacles(&self) -> &[Obstacle<Vec3>] {
         self.obstacles.as_slice()
     }

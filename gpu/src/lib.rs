@@ -11,7 +11,11 @@
 //!   buffers, uploaded as the core's bytes (`bytemuck::cast_slice`), with the
 //!   parameters as the core's [`spatium::sph::ParamBlock`] uniform; stepped
 //!   by the seed's pipeline (cells, sort by cell, offsets, density, normals,
-//!   forces, integration with the box walls); read back by particle id.
+//!   forces, integration with the box walls and kinematic obstacles); read
+//!   back by particle id.
+//! * [`GpuFluid::set_obstacles`]: the core's spheres, boxes and triangles,
+//!   static or moving, resolved with the core's contact rules (at most
+//!   [`MAX_OBSTACLES`]).
 //! * [`SortKind`]: the counting sort (atomic histogram, parallel prefix
 //!   scan, scatter) or the seed's bitonic sort.
 //! * [`GpuEmitter`]: the core's pipe emitter, writing its layers on the GPU.

@@ -163,7 +163,10 @@ fn memory_follows_the_documented_formula() {
                 SortKind::Counting => c,
                 SortKind::Bitonic => c.next_power_of_two().max(512),
             };
-            let formula = 148 * c + 8 * p + 4 * t;
+            // The obstacle buffer: a 16-byte header and 64 bytes per
+            // obstacle slot.
+            let obstacles = 16 + 64 * spatium_gpu::MAX_OBSTACLES as u64;
+            let formula = 148 * c + 8 * p + 4 * t + obstacles;
             let extra = f.memory_bytes() - formula.min(f.memory_bytes());
             eprintln!(
                 "{} C={c} T={t}: {} bytes, formula {formula}, extra {extra}",
