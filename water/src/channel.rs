@@ -132,18 +132,26 @@ impl StartConfig {
         .unwrap_or(Aabb3::NAN)
     }
 
-    /// The block of [`Start::Block`]: up to `particles` lattice points
-    /// filling the channel behind the gate from the floor up.
+    /// The block of [`Start::Block`]: `particles` lattice points (fewer if
+    /// the space behind the gate is full) filling the channel behind the
+    /// gate from the floor up, whole layers first: a flat pool at rest.
+    ///
+    /// # Errors
+    /// The core's refusal of the spacing.
     pub fn block(&self) -> Result<Vec<Vec3>, GpuError> {
         let s = self.spacing;
         let region = Aabb3::new(
             Vec3::new(0.0, 0.0, 0.0),
             Vec3::new(43.0 * s, 35.0 * s, 24.0 * s),
         )?;
-        let lattice = Lattice::new(region, s)?;
-        // Lattice points run x fastest then y: take whole layers from the
-        // floor up.
-        Ok(lattice.points().take(self.particles as usize).collect())
+        // The lattice runs x fastest, then y, then z: taking its first
+        // points would give a wall of water standing against the back of
+        // the channel, which collapses. Sort by height (stable: x, then z
+        // within a layer) and take whole layers from the floor.
+        let mut points: Vec<Vec3> = Lattice::new(region, s)?.points().collect();
+        points.sort_by(|a, b| a.y.total_cmp(&b.y).then(a.z.total_cmp(&b.z)));
+        points.truncate(self.particles as usize);
+        Ok(points)
     }
 
     /// The pipe: origin, direction, speed (m/s), radius.
@@ -235,12 +243,24 @@ impl Live {
             "damping" => p.damping = value,
             "surface_tension" => next.surface_tension = value > 0.0,
             "gravity" => p.gravity = Vec3::new(0.0, -value, 0.0),
-            _ => return Err(spatium::Error::InvalidConfig { field: "live parameter" }.into()),
+            _ => {
+                return Err(spatium::Error::InvalidConfig {
+                    field: "live parameter",
+                }
+                .into());
+            }
         }
         if !value.is_finite() || next.gamma < 0.0 {
-            return Err(spatium::Error::InvalidConfig { field: "live parameter" }.into());
+            return Err(spatium::Error::InvalidConfig {
+                field: "live parameter",
+            }
+            .into());
         }
-        next.params.surface_tension = if next.surface_tension { next.gamma } else { 0.0 };
+        next.params.surface_tension = if next.surface_tension {
+            next.gamma
+        } else {
+            0.0
+        };
         next.params.param_block()?;
         *self = next;
         Ok(self.params)
@@ -267,7 +287,7 @@ impl Live {
 /// in `time`, at most `limit` in magnitude (so a slider jump moves the gate
 /// smoothly instead of teleporting it through the water).
 pub fn track(current: f32, target: f32, time: f32, limit: f32) -> f32 {
-    if !(time > 0.0) {
+    if time.is_nan() || time <= 0.0 {
         return 0.0;
     }
     ((target - current) / time).clamp(-limit, limit)
@@ -383,8 +403,7 @@ impl Channel {
         let gate_target = self.config.gate_at(self.controls.gate_lift).min().y;
         let paddle_dx = min_of(1).x - self.config.paddle_at(0.0).min().x;
         let paddle_target = if self.controls.paddle_on && self.controls.paddle_period > 0.0 {
-            let phase =
-                core::f32::consts::TAU * (self.time + frame) / self.controls.paddle_period;
+            let phase = core::f32::consts::TAU * (self.time + frame) / self.controls.paddle_period;
             8.0 * s * self.controls.paddle_amplitude.clamp(0.0, 1.0) * libm_sin(phase)
         } else {
             0.0

@@ -7,6 +7,7 @@ use spatium::Vec3;
 use spatium::sph::Integrator;
 use spatium::sph::boundary::Shape;
 use spatium_gpu::{Gpu, OrbitCamera, Renderer, SortKind, Stage, StageTimes};
+use std::sync::{Arc, Mutex, PoisonError};
 use wasm_bindgen::prelude::*;
 use web_sys::HtmlCanvasElement;
 
@@ -22,6 +23,10 @@ fn js_error(e: impl core::fmt::Display) -> JsError {
 /// The water channel running on a canvas.
 #[wasm_bindgen]
 pub struct Water {
+    /// Kept for the page's lifetime: Chrome aborts the pending buffer
+    /// mappings of an instance whose last reference is gone ("a valid
+    /// external Instance reference no longer exists").
+    _instance: wgpu::Instance,
     gpu: Gpu,
     surface: wgpu::Surface<'static>,
     surface_config: wgpu::SurfaceConfiguration,
@@ -31,6 +36,10 @@ pub struct Water {
     frames: u64,
     shown: StageTimes,
     window_frames: u32,
+    /// The first error the device reported outside an error scope (a
+    /// validation error of a pass, a lost device); the next frame returns
+    /// it, so the page shows it instead of drawing on silently.
+    device_error: Arc<Mutex<Option<String>>>,
 }
 
 #[wasm_bindgen]
@@ -42,6 +51,7 @@ impl Water {
     /// # Errors
     /// No WebGPU adapter, a device that refuses the buffers, or a value the
     /// start panel's checks refuse; the message says which.
+    #[allow(clippy::too_many_arguments)]
     pub async fn create(
         canvas: HtmlCanvasElement,
         particles: u32,
@@ -52,28 +62,15 @@ impl Water {
         start: String,
         steps_per_frame: u32,
     ) -> Result<Water, JsError> {
-        let config = StartConfig {
+        let config = start_config(
             particles,
             spacing,
             dt,
-            integrator: match integrator.as_str() {
-                "leapfrog" => Integrator::Leapfrog,
-                "euler" => Integrator::Euler,
-                other => return Err(js_error(format!("unknown integrator {other:?}"))),
-            },
-            sort: match sort.as_str() {
-                "counting" => SortKind::Counting,
-                "bitonic" => SortKind::Bitonic,
-                other => return Err(js_error(format!("unknown sort {other:?}"))),
-            },
-            start: match start.as_str() {
-                "pipe" => Start::Pipe,
-                "block" => Start::Block,
-                other => return Err(js_error(format!("unknown start {other:?}"))),
-            },
+            &integrator,
+            &sort,
+            &start,
             steps_per_frame,
-        };
-        config.check().map_err(js_error)?;
+        )?;
         let (width, height) = (canvas.width().max(1), canvas.height().max(1));
         let instance = wgpu::Instance::new(wgpu::InstanceDescriptor {
             backends: wgpu::Backends::BROWSER_WEBGPU,
@@ -110,6 +107,14 @@ impl Water {
             view_formats: Vec::new(),
             color_space: wgpu::SurfaceColorSpace::Auto,
         };
+        let device_error = Arc::new(Mutex::new(None));
+        let sink = device_error.clone();
+        gpu.device()
+            .on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+                sink.lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .get_or_insert_with(|| e.to_string());
+            }));
         surface.configure(gpu.device(), &surface_config);
         let renderer = Renderer::new(gpu.device(), format);
         let channel = Channel::new(&gpu, config, gpu.has_timestamps())
@@ -119,6 +124,7 @@ impl Water {
         camera.orbit(-0.45, 0.35);
         camera.zoom(0.8);
         Ok(Water {
+            _instance: instance,
             gpu,
             surface,
             surface_config,
@@ -128,6 +134,7 @@ impl Water {
             frames: 0,
             shown: StageTimes::default(),
             window_frames: 0,
+            device_error,
         })
     }
 
@@ -137,9 +144,18 @@ impl Water {
     /// # Errors
     /// A solver or surface error (the message says which).
     pub fn frame(&mut self) -> Result<(), JsError> {
+        if let Some(e) = self
+            .device_error
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+        {
+            return Err(js_error(format!("the GPU device reported: {e}")));
+        }
         self.channel.advance().map_err(js_error)?;
         let texture = match self.surface.get_current_texture() {
-            wgpu::CurrentSurfaceTexture::Success(t) | wgpu::CurrentSurfaceTexture::Suboptimal(t) => t,
+            wgpu::CurrentSurfaceTexture::Success(t)
+            | wgpu::CurrentSurfaceTexture::Suboptimal(t) => t,
             wgpu::CurrentSurfaceTexture::Outdated | wgpu::CurrentSurfaceTexture::Lost => {
                 self.surface
                     .configure(self.gpu.device(), &self.surface_config);
@@ -155,12 +171,12 @@ impl Water {
         let view = texture
             .texture
             .create_view(&wgpu::TextureViewDescriptor::default());
-        let mut encoder = self
-            .gpu
-            .device()
-            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                label: Some("frame"),
-            });
+        let mut encoder =
+            self.gpu
+                .device()
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                    label: Some("frame"),
+                });
         self.renderer.draw(
             self.gpu.device(),
             self.gpu.queue(),
@@ -181,6 +197,20 @@ impl Water {
             self.window_frames = 0;
         }
         Ok(())
+    }
+
+    /// A handle on this page's device, for [`new_channel`] (a restart keeps
+    /// the device, the canvas and the renderer; only the channel is new).
+    pub fn device_handle(&self) -> DeviceHandle {
+        DeviceHandle(self.gpu.clone())
+    }
+
+    /// Replaces the running channel by one made with [`new_channel`]; the
+    /// camera stays, the stage times start afresh.
+    pub fn replace_channel(&mut self, channel: NewChannel) {
+        self.channel = channel.0;
+        self.shown = StageTimes::default();
+        self.window_frames = 0;
     }
 
     /// Follows the canvas's new size in pixels.
@@ -282,7 +312,13 @@ impl Water {
             .collect();
         let stages: Vec<String> = Stage::ALL
             .iter()
-            .map(|&s| format!("[\"{}\",{}]", s.name(), num(self.shown.ms_per_step(s) as f32)))
+            .map(|&s| {
+                format!(
+                    "[\"{}\",{}]",
+                    s.name(),
+                    num(self.shown.ms_per_step(s) as f32)
+                )
+            })
             .collect();
         let eye = self.camera.eye();
         format!(
@@ -327,6 +363,83 @@ impl Water {
             num(self.shown.total_ms_per_step() as f32),
         )
     }
+}
+
+/// The start panel's values, parsed and checked.
+fn start_config(
+    particles: u32,
+    spacing: f32,
+    dt: f32,
+    integrator: &str,
+    sort: &str,
+    start: &str,
+    steps_per_frame: u32,
+) -> Result<StartConfig, JsError> {
+    let config = StartConfig {
+        particles,
+        spacing,
+        dt,
+        integrator: match integrator {
+            "leapfrog" => Integrator::Leapfrog,
+            "euler" => Integrator::Euler,
+            other => return Err(js_error(format!("unknown integrator {other:?}"))),
+        },
+        sort: match sort {
+            "counting" => SortKind::Counting,
+            "bitonic" => SortKind::Bitonic,
+            other => return Err(js_error(format!("unknown sort {other:?}"))),
+        },
+        start: match start {
+            "pipe" => Start::Pipe,
+            "block" => Start::Block,
+            other => return Err(js_error(format!("unknown start {other:?}"))),
+        },
+        steps_per_frame,
+    };
+    config.check().map_err(js_error)?;
+    Ok(config)
+}
+
+/// The page's device, handed to [`new_channel`].
+#[wasm_bindgen]
+pub struct DeviceHandle(Gpu);
+
+/// A channel made by [`new_channel`], for [`Water::replace_channel`].
+#[wasm_bindgen]
+pub struct NewChannel(Channel);
+
+/// A new channel from the start panel on the page's device (the restart:
+/// opening a second device on the same canvas is avoided, Chrome then
+/// aborts the first one's pending buffer mappings).
+///
+/// # Errors
+/// A value the start panel's checks refuse, or a GPU error.
+#[wasm_bindgen(js_name = newChannel)]
+#[allow(clippy::too_many_arguments)]
+pub async fn new_channel(
+    device: DeviceHandle,
+    particles: u32,
+    spacing: f32,
+    dt: f32,
+    integrator: String,
+    sort: String,
+    start: String,
+    steps_per_frame: u32,
+) -> Result<NewChannel, JsError> {
+    let config = start_config(
+        particles,
+        spacing,
+        dt,
+        &integrator,
+        &sort,
+        &start,
+        steps_per_frame,
+    )?;
+    let gpu = device.0;
+    let channel = Channel::new(&gpu, config, gpu.has_timestamps())
+        .await
+        .map_err(js_error)?;
+    Ok(NewChannel(channel))
 }
 
 /// A JSON number (`null` for NaN and infinities).

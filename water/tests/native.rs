@@ -10,7 +10,7 @@ mod common;
 
 use spatium::sph::Integrator;
 use spatium::sph::boundary::Shape;
-use spatium::{BoundingBox, Vec3};
+use spatium::{BoundingBox, Point, Vec3};
 use spatium_gpu::SortKind;
 use spatium_water::channel::{
     Channel, Controls, LIVE_PARAMS, Live, MAX_PARTICLES, Start, StartConfig, track,
@@ -76,16 +76,22 @@ fn the_solids_and_the_block_fit_the_channel() {
     // The block is behind the gate; the pipe's mouth is inside, upstream.
     let block = c.block().expect("block");
     assert_eq!(block.len(), c.particles as usize);
+    // A flat pool: whole layers from the floor, as high as the count needs
+    // (43 × 24 points per layer), not a column standing against a wall.
+    let layers = (c.particles as f32 / (43.0 * 24.0)).ceil();
+    let top = block.iter().map(|x| x.y).fold(0.0f32, f32::max);
+    assert!(
+        top < layers * s,
+        "the block reaches {top}, {layers} layers are {}",
+        layers * s
+    );
     assert!(block.iter().all(|x| inside(&d, *x) && x.x < gate.min().x));
     let (origin, _, _, radius) = c.pipe();
     assert!(inside(&d, origin) && origin.x + radius < gate.min().x);
 }
 
 fn inside(b: &spatium::Aabb3, x: Vec3) -> bool {
-    (0..3).all(|k| {
-        use spatium::Point;
-        x.coord(k) >= b.min().coord(k) && x.coord(k) <= b.max().coord(k)
-    })
+    (0..3).all(|k| x.coord(k) >= b.min().coord(k) && x.coord(k) <= b.max().coord(k))
 }
 
 #[test]
@@ -108,8 +114,18 @@ fn every_live_parameter_changes_what_it_names_and_only_that() {
     // γ is kept while the surface tension is off, and comes back with it.
     let mut live = Live::new(start);
     live.set("gamma", 2.0).expect("gamma");
-    assert_eq!(live.set("surface_tension", 0.0).expect("off").surface_tension, 0.0);
-    assert_eq!(live.set("surface_tension", 1.0).expect("on").surface_tension, 2.0);
+    assert_eq!(
+        live.set("surface_tension", 0.0)
+            .expect("off")
+            .surface_tension,
+        0.0
+    );
+    assert_eq!(
+        live.set("surface_tension", 1.0)
+            .expect("on")
+            .surface_tension,
+        2.0
+    );
     // Refusals change nothing.
     let before = live;
     assert!(live.set("nonsense", 1.0).is_err());
@@ -169,6 +185,16 @@ fn the_gate_holds_the_water_until_it_is_lifted() {
     for _ in 0..40 {
         ch.advance().expect("frame");
     }
+    // The pool settles: nothing is thrown about (a collapsing column of
+    // water reaches metres per second here).
+    let still = ch.fluid.read_back().expect("read back");
+    let fastest = still
+        .states
+        .iter()
+        .map(|st| st.velocity.dot(st.velocity).sqrt())
+        .fold(0.0f32, f32::max);
+    eprintln!("closed gate, 40 frames: fastest particle {fastest:.3} m/s");
+    assert!(fastest < 0.5, "the pool is not at rest: {fastest} m/s");
     assert_eq!(beyond(&ch), 0, "water got past the closed gate");
     assert_eq!(solid_min(&ch, 0).y, 0.0, "the closed gate moved");
 
@@ -183,7 +209,10 @@ fn the_gate_holds_the_water_until_it_is_lifted() {
     );
     let through = beyond(&ch);
     eprintln!("gate open for 60 frames: {through} of 4096 particles past it");
-    assert!(through > 100, "only {through} particles passed the open gate");
+    assert!(
+        through > 100,
+        "only {through} particles passed the open gate"
+    );
 
     // The paddle swings while it is on, and comes back to rest.
     let rest = solid_min(&ch, 1).x;
@@ -226,7 +255,10 @@ fn the_pipe_pours_until_the_count_is_reached() {
         }
     }
     assert_eq!(last, 1500, "the pipe stopped at {last}");
-    assert!(grew > 10, "the pipe poured in {grew} frames, not layer by layer");
+    assert!(
+        grew > 10,
+        "the pipe poured in {grew} frames, not layer by layer"
+    );
     ch.advance().expect("a frame with the pipe empty");
     assert_eq!(ch.fluid.len(), 1500);
     assert!(!ch.fluid.read_back().expect("read back").diverged);

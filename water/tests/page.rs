@@ -34,9 +34,19 @@ use spatium_water::channel::{self, FIXED_STEPS};
 use webdriver::{Harness, Session};
 
 /// Headless Chromium with WebGPU on its bundled SwiftShader Vulkan.
+///
+/// `--use-angle=swiftshader --enable-unsafe-swiftshader` give the
+/// compositor a software GL: without them the WebGPU canvas of a headless
+/// Chromium here never reaches the page (a white rectangle; the GPU
+/// process logs "Unable to create shared image"), and Chrome destroys the
+/// canvas device's buffers that are waiting to be mapped ("Buffer was
+/// destroyed before mapping was resolved"), which fails the page's stage
+/// timings.
 const WEBGPU_ARGS: &[&str] = &[
     "--headless=new",
     "--no-sandbox",
+    "--use-angle=swiftshader",
+    "--enable-unsafe-swiftshader",
     "--enable-unsafe-webgpu",
     "--enable-features=Vulkan",
     "--use-vulkan=swiftshader",
@@ -90,7 +100,12 @@ fn the_water_channel_runs_in_the_browser_and_matches_the_native_gpu() {
         .parent()
         .expect("the repository root")
         .to_path_buf();
-    for f in ["index.html", "water.js", "pkg/spatium_water.js", "pkg/spatium_water_bg.wasm"] {
+    for f in [
+        "index.html",
+        "water.js",
+        "pkg/spatium_water.js",
+        "pkg/spatium_water_bg.wasm",
+    ] {
         assert!(
             root.join("water/www").join(f).is_file(),
             "water/www/{f} is missing: build the page first (scripts/water.sh)"
@@ -103,7 +118,7 @@ fn the_water_channel_runs_in_the_browser_and_matches_the_native_gpu() {
     let session = harness.open(
         WEBGPU_ARGS,
         "water",
-        "water/www/index.html?particles=4096&steps=2&start=block",
+        "water/www/index.html?particles=2048&steps=1&start=block",
     );
     Harness::wait_for(
         &session,
@@ -119,9 +134,9 @@ fn the_water_channel_runs_in_the_browser_and_matches_the_native_gpu() {
     let adapter = session.js("return window.water.water.adapter();");
     println!("browser adapter: {adapter}");
     let fps = session.assert_frames_advance(Duration::from_millis(3000), "the block scene");
-    println!("block scene, 4096 particles: {fps:.1} frames/s (SwiftShader: a smoke test)");
+    println!("block scene, 2048 particles: {fps:.1} frames/s (SwiftShader: a smoke test)");
     let s = state(&session);
-    assert_eq!(s["particles"], json!(4096));
+    assert_eq!(s["particles"], json!(2048));
     assert_eq!(s["config"]["start"], json!("block"));
 
     // Per-stage GPU times: the adapter has timestamp queries; the table
@@ -162,9 +177,9 @@ fn the_water_channel_runs_in_the_browser_and_matches_the_native_gpu() {
         }
     }
     set_input(&session, "live-surface_tension", "false");
-    assert_eq!(state(&session)["live"]["surface_tension"], json!(0.0));
+    assert_eq!(number(&state(&session)["live"]["surface_tension"]), 0.0);
     set_input(&session, "live-surface_tension", "true");
-    assert_eq!(state(&session)["live"]["surface_tension"], json!(1.0));
+    assert_eq!(number(&state(&session)["live"]["surface_tension"]), 1.0);
     session.assert_frames_advance(Duration::from_millis(800), "after the live changes");
 
     // The gate slides up when lifted; the paddle swings when switched on.
@@ -187,8 +202,11 @@ fn the_water_channel_runs_in_the_browser_and_matches_the_native_gpu() {
         }
     }
     let s = state(&session);
-    println!("gate lifted by {:.3} m, paddle swung {:.3} m", moved.0, moved.1);
-    assert_eq!(s["controls"]["gate_lift"], json!(1.0));
+    println!(
+        "gate lifted by {:.3} m, paddle swung {:.3} m",
+        moved.0, moved.1
+    );
+    assert_eq!(number(&s["controls"]["gate_lift"]), 1.0);
     assert_eq!(s["controls"]["paddle_on"], json!(true));
     assert!(moved.0 > 0.05, "the gate did not lift: {}", s["solids"]);
     assert!(moved.1 > 0.01, "the paddle did not swing: {}", s["solids"]);
@@ -204,17 +222,20 @@ fn the_water_channel_runs_in_the_browser_and_matches_the_native_gpu() {
     );
     let eye1 = state(&session)["camera"].clone();
     assert_ne!(eye0["eye"], eye1["eye"], "the drag did not orbit");
-    assert!(number(&eye1["distance"]) > number(&eye0["distance"]), "the wheel did not zoom out");
+    assert!(
+        number(&eye1["distance"]) > number(&eye0["distance"]),
+        "the wheel did not zoom out"
+    );
 
     // The start panel: every value it offers reaches the new run.
     for (id, value) in [
-        ("particles", "3000"),
+        ("particles", "1500"),
         ("spacing", "0.025"),
         ("dt", "0.004"),
         ("integrator", "euler"),
         ("sort", "bitonic"),
         ("start-mode", "pipe"),
-        ("steps-per-frame", "3"),
+        ("steps-per-frame", "2"),
     ] {
         set_input(&session, id, value);
     }
@@ -229,13 +250,17 @@ fn the_water_channel_runs_in_the_browser_and_matches_the_native_gpu() {
     let s = state(&session);
     assert_eq!(
         s["config"],
-        json!({"particles": 3000, "spacing": 0.025, "dt": 0.004, "integrator": "euler",
-               "sort": "bitonic", "start": "pipe", "steps_per_frame": 3}),
+        json!({"particles": 1500, "spacing": 0.025, "dt": 0.004, "integrator": "euler",
+               "sort": "bitonic", "start": "pipe", "steps_per_frame": 2}),
     );
     assert!(number(&s["particles"]) > 0.0, "the pipe has not poured");
-    assert!(number(&s["particles"]) <= 3000.0);
+    assert!(number(&s["particles"]) <= 1500.0);
     // The live panel's values carry over to the new run.
-    assert!((number(&s["live"]["viscosity"]) - 0.05).abs() < 1e-6, "{}", s["live"]);
+    assert!(
+        (number(&s["live"]["viscosity"]) - 0.05).abs() < 1e-6,
+        "{}",
+        s["live"]
+    );
 
     // The fixed-seed run: the browser's WebGPU against the native adapter.
     let page = session.js_async(
@@ -282,7 +307,7 @@ fn the_water_channel_runs_in_the_browser_and_matches_the_native_gpu() {
             "POST",
             "url",
             Some(json!({ "url": format!(
-                "http://127.0.0.1:{}/water/www/index.html?particles=12000&steps=4&start=block",
+                "http://127.0.0.1:{}/water/www/index.html?particles=8000&steps=2&start=block",
                 harness.web_port
             )})),
         );
@@ -295,13 +320,17 @@ fn the_water_channel_runs_in_the_browser_and_matches_the_native_gpu() {
         set_input(&session, "gate", "0.45");
         Harness::wait_for(
             &session,
-            "Number(document.body.dataset.frames) >= 60",
-            Duration::from_secs(120),
-            "60 frames of the screenshot scene",
+            "Number(document.body.dataset.frames) >= 40",
+            Duration::from_secs(240),
+            "40 frames of the screenshot scene",
         );
         let png = session.screenshot();
         std::fs::write(&path, &png).expect("write the screenshot");
-        println!("screenshot: {} ({} bytes)", Path::new(&path).display(), png.len());
+        println!(
+            "screenshot: {} ({} bytes)",
+            Path::new(&path).display(),
+            png.len()
+        );
     }
     assert_eq!(session.error(), Value::Null);
     drop(session);
@@ -314,14 +343,18 @@ fn the_water_channel_runs_in_the_browser_and_matches_the_native_gpu() {
         Duration::from_secs(30),
         "the page without WebGPU",
     );
-    assert_eq!(session.js("return window.water.supported;"), Value::Bool(false));
-    let shown = session.js(
-        "const m = document.getElementById('nowebgpu'); \
-         return [getComputedStyle(m).display, m.textContent, \
-                 getComputedStyle(document.getElementById('app')).display];",
+    assert_eq!(
+        session.js("return window.water.supported;"),
+        Value::Bool(false)
     );
+    let shown = session.js("const m = document.getElementById('nowebgpu'); \
+         return [getComputedStyle(m).display, m.textContent, \
+                 getComputedStyle(document.getElementById('app')).display];");
     assert_eq!(shown[0], json!("block"), "{shown}");
-    assert!(shown[1].as_str().is_some_and(|t| t.contains("no WebGPU")), "{shown}");
+    assert!(
+        shown[1].as_str().is_some_and(|t| t.contains("no WebGPU")),
+        "{shown}"
+    );
     assert_eq!(shown[2], json!("none"), "{shown}");
     let linked = session.js_async(
         "const done = arguments[arguments.length - 1]; \

@@ -2,7 +2,7 @@
 // (falling back to a plain message and a link to the CPU 2D page), runs the
 // frame loop and wires the panels to the Rust side (src/web.rs).
 // window.water is what the page test (tests/page.rs) reads and drives.
-import init, { Water, fixedRun, fixedSteps } from './pkg/spatium_water.js';
+import init, { Water, fixedRun, fixedSteps, newChannel } from './pkg/spatium_water.js';
 
 const page = { ready: false, error: null, supported: null, water: null, fps: 0, state: null };
 window.water = page;
@@ -45,27 +45,36 @@ function applyLive() {
   page.water.set_paddle($('paddle').checked, Number($('paddle-amplitude').value));
 }
 
+// The start panel's values, in the order Water.create and newChannel take
+// them.
+function startValues() {
+  return [
+    Number($('particles').value),
+    Number($('spacing').value),
+    Number($('dt').value),
+    $('integrator').value,
+    $('sort').value,
+    $('start-mode').value,
+    Number($('steps-per-frame').value),
+  ];
+}
+
+// The first start opens WebGPU on the canvas; a restart makes a new channel
+// on the same device (the old one runs until the new one is ready).
 async function start() {
-  const water = page.water;
-  page.water = null;
-  if (water) water.free();
   page.error = null;
   $('error').textContent = '';
   resizeCanvas();
   try {
-    page.water = await Water.create(
-      canvas,
-      Number($('particles').value),
-      Number($('spacing').value),
-      Number($('dt').value),
-      $('integrator').value,
-      $('sort').value,
-      $('start-mode').value,
-      Number($('steps-per-frame').value),
-    );
+    if (page.water) {
+      const channel = await newChannel(page.water.device_handle(), ...startValues());
+      page.water.replace_channel(channel);
+    } else {
+      page.water = await Water.create(canvas, ...startValues());
+      $('adapter').textContent = page.water.adapter();
+      $('software').hidden = !page.water.is_software();
+    }
     applyLive();
-    $('adapter').textContent = page.water.adapter();
-    $('software').hidden = !page.water.is_software();
   } catch (e) {
     fail(e);
   }

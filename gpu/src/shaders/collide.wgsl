@@ -13,7 +13,7 @@
 const CONTACT_PASSES: u32 = 4u;
 // `f32::MAX`, standing in for the core's `f32::INFINITY` as the initial
 // face distance (every face of a particle at a finite position is nearer).
-const FAR: f32 = 3.40282347e38;
+const FAR: f32 = 0x1.fffffep+127f;
 
 struct Contact {
     hit: bool,

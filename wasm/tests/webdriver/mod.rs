@@ -340,12 +340,16 @@ impl Harness {
     /// while the page reports no error.
     pub fn wait_for(session: &Session, condition: &str, limit: Duration, what: &str) {
         let start = Instant::now();
-        while session.js(&format!("return !!({condition});")) != Value::Bool(true) {
+        loop {
+            let met = session.js(&format!("return !!({condition});")) == Value::Bool(true);
             assert_eq!(
                 session.error(),
                 Value::Null,
                 "{what}: the page reported an error"
             );
+            if met {
+                return;
+            }
             assert!(start.elapsed() < limit, "{what}: not within {limit:?}");
             sleep(Duration::from_millis(100));
         }
