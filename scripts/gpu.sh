@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The GPU companion crate (gpu/): installs Mesa's lavapipe (a Vulkan driver
 # on the CPU) when it is missing, pins wgpu to it, then formatting, clippy,
-# rustdoc, the tests in release mode (parity with the CPU solver, the grid
-# and both sorts, the emitter, the errors), a benchmark smoke run at 32 768
-# particles and a frames smoke run writing PNGs under gpu/target/frames.
+# rustdoc, the wasm32 build (wgpu's WebGPU backend) with its clippy and
+# rustdoc, the tests in release mode (parity with the CPU solver, obstacles,
+# drawing, the grid and both sorts, the emitter, the errors), a benchmark
+# smoke run at 32 768 particles and a frames smoke run writing PNGs under
+# gpu/target/frames.
 #
 # Locally, anything that cannot be installed is reported as a loud
 # "SKIPPED:" line (and in the summary, "PASSED WITH SKIPPED PARTS"), never
@@ -69,6 +71,18 @@ cargo clippy --all-targets -- -D warnings
 
 stage "cargo doc (-D warnings)"
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps
+
+stage "wasm32-unknown-unknown: build and clippy with wgpu's webgpu backend (the browser build)"
+if command -v rustup >/dev/null 2>&1; then
+    rustup target add wasm32-unknown-unknown
+fi
+if [[ -d "$(rustc --print sysroot)/lib/rustlib/wasm32-unknown-unknown" ]]; then
+    cargo build --target wasm32-unknown-unknown --lib
+    cargo clippy --target wasm32-unknown-unknown --lib -- -D warnings
+    RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --target wasm32-unknown-unknown
+else
+    skip "no wasm32-unknown-unknown standard library (no rustup): the browser build of spatium-gpu"
+fi
 
 stage "cargo test --release (parity, grid and sorts, emitter, errors)"
 mkdir -p target

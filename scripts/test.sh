@@ -3,7 +3,8 @@
 # cross builds, Miri over the core's one unsafe module, the on-target tests
 # on an emulated Cortex-M4 (scripts/firmware.sh), the WASM page in headless
 # Chromium (scripts/wasm.sh), the wgpu SPH crate on Mesa lavapipe
-# (scripts/gpu.sh) and a time-boxed fuzz run. Run from anywhere;
+# (scripts/gpu.sh), the 3D water-channel page on WebGPU in headless
+# Chromium (scripts/water.sh) and a time-boxed fuzz run. Run from anywhere;
 # it works from the repository root. On a fresh machine with only
 # rustup/cargo it installs what it needs (rustfmt, clippy, the cross
 # targets, nightly Miri, QEMU, the ARM binutils, Chromium + chromedriver
@@ -95,6 +96,9 @@ bash scripts/wasm.sh
 
 stage "gpu: scripts/gpu.sh (the wgpu SPH crate on Mesa lavapipe: parity with the CPU solver, benchmark and frames smoke runs)"
 bash scripts/gpu.sh
+
+stage "water: scripts/water.sh (the 3D water-channel page: native tests on lavapipe, the page in headless Chromium on WebGPU)"
+bash scripts/water.sh
 
 if [[ "$SKIP_FUZZ" == "1" ]]; then
     stage "fuzz"

@@ -267,9 +267,15 @@ impl Water {
         self.frames as f64
     }
 
-    /// The adapter, in one line.
+    /// The adapter, in one line (browsers do not name theirs: then its
+    /// type).
     pub fn adapter(&self) -> String {
-        self.gpu.describe()
+        let info = self.gpu.adapter_info();
+        if info.name.is_empty() {
+            format!("browser WebGPU, {:?} adapter", info.device_type)
+        } else {
+            self.gpu.describe()
+        }
     }
 
     /// `true` on a software adapter (SwiftShader): the times shown are a
