@@ -30,6 +30,8 @@ LVP_ICD="${LVP_ICD:-/usr/share/vulkan/icd.d/lvp_icd.x86_64.json}"
 SKIP_FATAL_VAR=REQUIRE_GPU
 # shellcheck source=lib/stages.sh
 source ../scripts/lib/stages.sh
+# shellcheck source=lib/install.sh
+source ../scripts/lib/install.sh
 if in_ci; then
     export REQUIRE_GPU=1 # the test binaries panic instead of skipping
 fi
@@ -38,25 +40,7 @@ fi
 INSTALL_START=$SECONDS
 
 stage "Vulkan loader and Mesa lavapipe (apt: libvulkan1 mesa-vulkan-drivers)"
-have_vulkan() {
-    [[ -f "$LVP_ICD" ]] && ldconfig -p 2>/dev/null | grep -q 'libvulkan\.so\.1'
-}
-if have_vulkan; then
-    echo "already installed: $LVP_ICD and libvulkan.so.1"
-elif as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libvulkan1 mesa-vulkan-drivers &&
-    have_vulkan; then
-    echo "installed: $LVP_ICD"
-fi
-if [[ -f "$LVP_ICD" ]]; then
-    # Pin wgpu to lavapipe on Vulkan (without these it may fall back to a
-    # much slower GL driver), and make the tests fail rather than skip.
-    export VK_DRIVER_FILES="$LVP_ICD" WGPU_BACKEND=vulkan XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/tmp}"
-    export REQUIRE_GPU=1
-    echo "pinned: VK_DRIVER_FILES=$VK_DRIVER_FILES WGPU_BACKEND=vulkan REQUIRE_GPU=1"
-else
-    skip "lavapipe (mesa-vulkan-drivers) not available and cannot be installed: the GPU tests skip, no benchmark or frames"
-fi
+install_lavapipe
 finish_stage
 INSTALL_SECONDS=$((SECONDS - INSTALL_START))
 
@@ -118,16 +102,4 @@ fi
 finish_stage
 CHECK_SECONDS=$((SECONDS - CHECK_START))
 
-printf '\n==> summary\n'
-printf '%s\n' "${SUMMARY[@]}"
-printf '%5ds  installation\n%5ds  checks\n%5ds  total\n' \
-    "$INSTALL_SECONDS" "$CHECK_SECONDS" $((SECONDS - SCRIPT_START))
-if ((${#SKIPPED[@]})); then
-    printf '\n'
-    for s in "${SKIPPED[@]}"; do
-        printf '!!!!!!!!!! SKIPPED: %s\n' "$s"
-    done
-    printf '\ngpu.sh: PASSED WITH SKIPPED PARTS (see above)\n'
-else
-    printf '\ngpu.sh: all passed\n'
-fi
+print_summary gpu.sh "$INSTALL_SECONDS" "$CHECK_SECONDS"

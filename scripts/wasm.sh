@@ -31,6 +31,8 @@ SCREENSHOT="${SCREENSHOT:-$PWD/target/page-screenshot.png}"
 SKIP_FATAL_VAR=REQUIRE_BROWSER
 # shellcheck source=lib/stages.sh
 source ../scripts/lib/stages.sh
+# shellcheck source=lib/install.sh
+source ../scripts/lib/install.sh
 if in_ci; then
     export REQUIRE_BROWSER=1
 fi
@@ -49,54 +51,11 @@ elif [[ ! -d "$(rustc --print sysroot)/lib/rustlib/wasm32-unknown-unknown" ]]; t
 fi
 
 stage "wasm-bindgen-cli (the version in wasm/Cargo.lock)"
-cargo metadata --format-version 1 >/dev/null # writes Cargo.lock if missing
-WB_VERSION=$(awk '$0 == "name = \"wasm-bindgen\"" { getline; gsub(/"/, "", $3); print $3; exit }' Cargo.lock)
-if [[ -z "$WB_VERSION" ]]; then
-    echo "could not read the wasm-bindgen version from wasm/Cargo.lock" >&2
-    exit 1
-fi
-echo "wasm-bindgen in Cargo.lock: $WB_VERSION"
-HAVE_BINDGEN=1
-if [[ "$(wasm-bindgen --version 2>/dev/null || true)" == "wasm-bindgen $WB_VERSION" ]] &&
-    command -v wasm-bindgen-test-runner >/dev/null 2>&1; then
-    echo "already installed: $(wasm-bindgen --version)"
-elif cargo install wasm-bindgen-cli --version "=$WB_VERSION" --locked ||
-    cargo install wasm-bindgen-cli --version "=$WB_VERSION"; then
-    echo "installed: $(wasm-bindgen --version)"
-else
-    HAVE_BINDGEN=0
-    skip "cargo install wasm-bindgen-cli $WB_VERSION failed: no wasm-bindgen output (www/pkg), no browser tests"
-fi
+install_wasm_bindgen_cli
 
-stage "headless Chromium and chromedriver (apt: chromium chromium-driver)"
-find_chrome() {
-    CHROME_BIN="${CHROME_BIN:-$(command -v chromium || command -v chromium-browser || command -v google-chrome || true)}"
-    CHROMEDRIVER="${CHROMEDRIVER:-$(command -v chromedriver || true)}"
-}
-find_chrome
-if [[ -z "$CHROME_BIN" || -z "$CHROMEDRIVER" ]]; then
-    if as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
-        as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; then
-        find_chrome
-    fi
-fi
-HAVE_CHROME=1
-if [[ -z "$CHROME_BIN" || -z "$CHROMEDRIVER" ]]; then
-    HAVE_CHROME=0
-    skip "Chromium/chromedriver not available (apt-get install chromium chromium-driver failed or no root): no browser tests"
-else
-    echo "$("$CHROME_BIN" --version 2>/dev/null || echo "$CHROME_BIN")"
-    echo "$("$CHROMEDRIVER" --version 2>/dev/null || echo "$CHROMEDRIVER")"
-    export CHROME_BIN CHROMEDRIVER
-fi
-HAVE_PYTHON=1
-if ! command -v python3 >/dev/null 2>&1; then
-    if ! { as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 &&
-        command -v python3 >/dev/null 2>&1; }; then
-        HAVE_PYTHON=0
-        skip "python3 not available (the page test serves www/ with python3 -m http.server): no page test"
-    fi
-fi
+stage "headless Chromium, chromedriver and python3 (apt: chromium chromium-driver python3)"
+install_chrome
+HAVE_PYTHON=$HAVE_CHROME
 finish_stage
 INSTALL_SECONDS=$((SECONDS - INSTALL_START))
 
@@ -145,16 +104,4 @@ fi
 finish_stage
 CHECK_SECONDS=$((SECONDS - CHECK_START))
 
-printf '\n==> summary\n'
-printf '%s\n' "${SUMMARY[@]}"
-printf '%5ds  installation\n%5ds  checks\n%5ds  total\n' \
-    "$INSTALL_SECONDS" "$CHECK_SECONDS" $((SECONDS - SCRIPT_START))
-if ((${#SKIPPED[@]})); then
-    printf '\n'
-    for s in "${SKIPPED[@]}"; do
-        printf '!!!!!!!!!! SKIPPED: %s\n' "$s"
-    done
-    printf '\nwasm.sh: PASSED WITH SKIPPED PARTS (see above)\n'
-else
-    printf '\nwasm.sh: all passed\n'
-fi
+print_summary wasm.sh "$INSTALL_SECONDS" "$CHECK_SECONDS"

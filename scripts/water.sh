@@ -29,10 +29,11 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../water"
 
 REQUIRE_BROWSER="${REQUIRE_BROWSER:-0}"
 SCREENSHOT="${SCREENSHOT:-$PWD/target/page-screenshot.png}"
-LVP_ICD="${LVP_ICD:-/usr/share/vulkan/icd.d/lvp_icd.x86_64.json}"
 SKIP_FATAL_VAR=REQUIRE_BROWSER
 # shellcheck source=lib/stages.sh
 source ../scripts/lib/stages.sh
+# shellcheck source=lib/install.sh
+source ../scripts/lib/install.sh
 if in_ci; then
     export REQUIRE_BROWSER=1 REQUIRE_GPU=1
 fi
@@ -51,64 +52,13 @@ elif [[ ! -d "$(rustc --print sysroot)/lib/rustlib/wasm32-unknown-unknown" ]]; t
 fi
 
 stage "wasm-bindgen-cli (the version in water/Cargo.lock)"
-cargo metadata --format-version 1 >/dev/null # writes Cargo.lock if missing
-WB_VERSION=$(awk '$0 == "name = \"wasm-bindgen\"" { getline; gsub(/"/, "", $3); print $3; exit }' Cargo.lock)
-if [[ -z "$WB_VERSION" ]]; then
-    echo "could not read the wasm-bindgen version from water/Cargo.lock" >&2
-    exit 1
-fi
-echo "wasm-bindgen in Cargo.lock: $WB_VERSION"
-HAVE_BINDGEN=1
-if [[ "$(wasm-bindgen --version 2>/dev/null || true)" == "wasm-bindgen $WB_VERSION" ]]; then
-    echo "already installed: $(wasm-bindgen --version)"
-elif cargo install wasm-bindgen-cli --version "=$WB_VERSION" --locked ||
-    cargo install wasm-bindgen-cli --version "=$WB_VERSION"; then
-    echo "installed: $(wasm-bindgen --version)"
-else
-    HAVE_BINDGEN=0
-    skip "cargo install wasm-bindgen-cli $WB_VERSION failed: no www/pkg, no page test"
-fi
+install_wasm_bindgen_cli
 
 stage "headless Chromium, chromedriver, python3 (apt: chromium chromium-driver python3)"
-find_chrome() {
-    CHROME_BIN="${CHROME_BIN:-$(command -v chromium || command -v chromium-browser || command -v google-chrome || true)}"
-    CHROMEDRIVER="${CHROMEDRIVER:-$(command -v chromedriver || true)}"
-}
-find_chrome
-if [[ -z "$CHROME_BIN" || -z "$CHROMEDRIVER" ]] || ! have python3; then
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
-        as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver python3 ||
-        true
-    find_chrome
-fi
-HAVE_CHROME=1
-if [[ -z "$CHROME_BIN" || -z "$CHROMEDRIVER" ]] || ! have python3; then
-    HAVE_CHROME=0
-    skip "Chromium, chromedriver or python3 not available: no page test"
-else
-    "$CHROME_BIN" --version 2>/dev/null || echo "$CHROME_BIN"
-    "$CHROMEDRIVER" --version 2>/dev/null || echo "$CHROMEDRIVER"
-    export CHROME_BIN CHROMEDRIVER
-fi
+install_chrome
 
 stage "Vulkan loader and Mesa lavapipe for the native reference (apt: libvulkan1 mesa-vulkan-drivers)"
-have_vulkan() {
-    [[ -f "$LVP_ICD" ]] && ldconfig -p 2>/dev/null | grep -q 'libvulkan\.so\.1'
-}
-if ! have_vulkan; then
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
-        as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libvulkan1 mesa-vulkan-drivers ||
-        true
-fi
-HAVE_LVP=1
-if have_vulkan; then
-    export VK_DRIVER_FILES="$LVP_ICD" WGPU_BACKEND=vulkan XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/tmp}"
-    export REQUIRE_GPU=1
-    echo "pinned: VK_DRIVER_FILES=$VK_DRIVER_FILES WGPU_BACKEND=vulkan REQUIRE_GPU=1"
-else
-    HAVE_LVP=0
-    skip "lavapipe not available: the native channel tests skip, no page test (its reference run needs an adapter)"
-fi
+install_lavapipe
 finish_stage
 INSTALL_SECONDS=$((SECONDS - INSTALL_START))
 
@@ -163,16 +113,4 @@ fi
 finish_stage
 CHECK_SECONDS=$((SECONDS - CHECK_START))
 
-printf '\n==> summary\n'
-printf '%s\n' "${SUMMARY[@]}"
-printf '%5ds  installation\n%5ds  checks\n%5ds  total\n' \
-    "$INSTALL_SECONDS" "$CHECK_SECONDS" $((SECONDS - SCRIPT_START))
-if ((${#SKIPPED[@]})); then
-    printf '\n'
-    for s in "${SKIPPED[@]}"; do
-        printf '!!!!!!!!!! SKIPPED: %s\n' "$s"
-    done
-    printf '\nwater.sh: PASSED WITH SKIPPED PARTS (see above)\n'
-else
-    printf '\nwater.sh: all passed\n'
-fi
+print_summary water.sh "$INSTALL_SECONDS" "$CHECK_SECONDS"

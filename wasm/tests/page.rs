@@ -204,13 +204,7 @@ fn page_runs_and_matches_the_native_build() {
         pick("particles", "1500");
         sleep(Duration::from_millis(1300));
         session.assert_frames_advance(Duration::from_millis(300), "before the screenshot");
-        let png = session.screenshot();
-        std::fs::write(&path, &png).expect("write the screenshot");
-        println!(
-            "screenshot: {} ({} bytes)",
-            Path::new(&path).display(),
-            png.len()
-        );
+        session.save_screenshot(Path::new(&path));
     }
     assert_eq!(session.error(), Value::Null);
 }

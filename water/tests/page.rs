@@ -324,13 +324,7 @@ fn the_water_channel_runs_in_the_browser_and_matches_the_native_gpu() {
             Duration::from_secs(240),
             "40 frames of the screenshot scene",
         );
-        let png = session.screenshot();
-        std::fs::write(&path, &png).expect("write the screenshot");
-        println!(
-            "screenshot: {} ({} bytes)",
-            Path::new(&path).display(),
-            png.len()
-        );
+        session.save_screenshot(Path::new(&path));
     }
     assert_eq!(session.error(), Value::Null);
     drop(session);

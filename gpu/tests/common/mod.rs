@@ -119,6 +119,36 @@ pub struct Deviation {
     pub acceleration: f32,
 }
 
+impl Deviation {
+    /// Asserts what every parity scene holds to, walls only or with
+    /// obstacles: density within [`DENSITY_TOL`], pressure and normal within
+    /// [`RELATIVE_TOL`] and acceleration within [`ACCELERATION_TOL`] of
+    /// their largest value (the per-id writes of every pass; the neighbour
+    /// loops read sorted copies).
+    pub fn assert_derived(&self, test: &str) {
+        assert!(
+            self.density <= DENSITY_TOL,
+            "{test}: density {:e}",
+            self.density
+        );
+        assert!(
+            self.pressure <= RELATIVE_TOL,
+            "{test}: pressure {:e}",
+            self.pressure
+        );
+        assert!(
+            self.normal <= RELATIVE_TOL,
+            "{test}: normal {:e}",
+            self.normal
+        );
+        assert!(
+            self.acceleration <= ACCELERATION_TOL,
+            "{test}: acceleration {:e}",
+            self.acceleration
+        );
+    }
+}
+
 pub fn deviation(
     a: (&[Vec3], &[ParticleState<Vec3>]),
     b: (&[Vec3], &[ParticleState<Vec3>]),

@@ -198,12 +198,13 @@ impl Session {
         )
     }
 
-    /// A PNG screenshot of the page.
-    pub fn screenshot(&self) -> Vec<u8> {
+    /// Writes a PNG screenshot of the page to `path`.
+    pub fn save_screenshot(&self, path: &Path) {
         let png = self.call("GET", "screenshot", None);
         let png = base64_decode(png.as_str().expect("base64 PNG"));
         assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "not a PNG");
-        png
+        std::fs::write(path, &png).expect("write the screenshot");
+        println!("screenshot: {} ({} bytes)", path.display(), png.len());
     }
 
     /// Asserts that frames advance over `wait` without an error; returns
