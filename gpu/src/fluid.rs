@@ -155,7 +155,8 @@ struct Binds {
 /// and read neighbours only from those sorted arrays (plus the density,
 /// pressure and normal each pass writes there), and each pass also writes
 /// its results once into the per-id buffers, so
-/// [`read_back`](Self::read_back) returns them in id order.
+/// [`read_back_async`](Self::read_back_async) (and the blocking
+/// `read_back`) returns them in id order.
 ///
 /// # Memory
 ///
@@ -273,14 +274,7 @@ impl GpuFluid {
     /// only).
     ///
     /// # Errors
-    /// [`GpuError::Core`] for parameters [`SphParams::param_block`] refuses,
-    /// a domain beyond [`UNIFORM_RANGE_CELLS`](spatium::uniform::UNIFORM_RANGE_CELLS) cells of its centre, a table
-    /// length that is not a power of two in `2..=2³¹`, or a particle that is
-    /// not finite or lies outside the domain; [`GpuError::LengthMismatch`];
-    /// [`GpuError::CapacityExceeded`] for more particles than `capacity` or
-    /// a capacity of 2³¹ or more; [`GpuError::Limit`] for a buffer or
-    /// dispatch beyond the device's limits; [`GpuError::Operation`] if the
-    /// device fails to allocate or to build a kernel.
+    /// As [`new_async`](Self::new_async).
     #[cfg(not(target_arch = "wasm32"))]
     pub fn new(
         gpu: &Gpu,
@@ -295,12 +289,20 @@ impl GpuFluid {
         ))
     }
 
-    /// [`new`](Self::new) without blocking, on every target: the device's
-    /// verdict on the allocations (out of memory, a refused buffer or
-    /// kernel) is awaited, not waited for.
+    /// A fluid of `capacity` particles holding `positions` and `states`
+    /// (by id), on every target: the device's verdict on the allocations
+    /// (out of memory, a refused buffer or kernel) is awaited, not waited
+    /// for. Natively `new` is this future driven by `pollster`.
     ///
     /// # Errors
-    /// As [`new`](Self::new).
+    /// [`GpuError::Core`] for parameters [`SphParams::param_block`] refuses,
+    /// a domain beyond [`UNIFORM_RANGE_CELLS`](spatium::uniform::UNIFORM_RANGE_CELLS) cells of its centre, a table
+    /// length that is not a power of two in `2..=2³¹`, or a particle that is
+    /// not finite or lies outside the domain; [`GpuError::LengthMismatch`];
+    /// [`GpuError::CapacityExceeded`] for more particles than `capacity` or
+    /// a capacity of 2³¹ or more; [`GpuError::Limit`] for a buffer or
+    /// dispatch beyond the device's limits; [`GpuError::Operation`] if the
+    /// device fails to allocate or to build a kernel.
     pub async fn new_async(
         gpu: &Gpu,
         params: SphParams<Vec3>,
@@ -706,7 +708,8 @@ impl GpuFluid {
     /// Replaces the parameters (the grid follows the new `h` and domain).
     ///
     /// # Errors
-    /// As [`new`](Self::new) for the parameters; nothing changes on error.
+    /// As [`new_async`](Self::new_async) for the parameters; nothing
+    /// changes on error.
     pub fn set_params(&mut self, params: SphParams<Vec3>) -> Result<(), GpuError> {
         let block = params.param_block()?;
         let grid = grid_for(&params, self.table_len as usize)?;
@@ -868,10 +871,13 @@ impl GpuFluid {
         pollster::block_on(self.read_obstacles_async())
     }
 
-    /// [`read_obstacles`](Self::read_obstacles) on every target.
+    /// Reads the obstacles back from the device's buffer once the work
+    /// submitted before it has finished (equal to
+    /// [`obstacles`](Self::obstacles); for checking); on every target.
     ///
     /// # Errors
-    /// As [`read_obstacles`](Self::read_obstacles).
+    /// [`GpuError::Operation`] if the read-back fails or the buffer holds
+    /// no valid obstacles.
     pub async fn read_obstacles_async(&self) -> Result<Vec<Obstacle<Vec3>>, GpuError> {
         let raw = read_buffer(
             &self.device,
@@ -1148,7 +1154,9 @@ impl GpuFluid {
         pollster::block_on(self.probe_cells_async())
     }
 
-    /// [`probe_cells`](Self::probe_cells) on every target.
+    /// The cell and bucket of every particle as the kernels compute them
+    /// (to compare with [`Grid::cell`] and [`Grid::bucket`] of
+    /// [`grid`](Self::grid)), on every target.
     ///
     /// # Errors
     /// [`GpuError::Operation`] if the read-back fails.
@@ -1200,7 +1208,9 @@ impl GpuFluid {
         pollster::block_on(self.sort_view_async())
     }
 
-    /// [`sort_view`](Self::sort_view) on every target.
+    /// Builds the neighbour-search layout (cells, sort, offsets) for the
+    /// current positions, without stepping, and reads it back; on every
+    /// target.
     ///
     /// # Errors
     /// [`GpuError::Operation`] if the read-back fails.

@@ -41,9 +41,9 @@
 //! ([`GpuFluid::read_back_async`], [`GpuFluid::wait_async`], ...) are
 //! futures, so the crate builds for `wasm32-unknown-unknown` with wgpu's
 //! WebGPU backend and runs in a browser's event loop. Native targets keep
-//! blocking conveniences on top ([`Gpu::new`], [`GpuFluid::new`],
-//! [`GpuFluid::read_back`], [`GpuFluid::wait`], ...), each the future
-//! driven by `pollster`; they do not exist on `wasm32`.
+//! blocking conveniences on top (`Gpu::new`, `GpuFluid::new`,
+//! `GpuFluid::read_back`, `GpuFluid::wait`, ...), each the future driven by
+//! `pollster`; they do not exist on `wasm32`.
 //!
 //! # Errors and limits
 //!

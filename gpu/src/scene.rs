@@ -31,7 +31,8 @@ impl Scene {
         pollster::block_on(self.fluid_async(gpu, config))
     }
 
-    /// [`fluid`](Self::fluid) on every target.
+    /// The scene on the GPU: a [`GpuFluid`] holding exactly its particles;
+    /// on every target (natively `fluid` blocks on it).
     ///
     /// # Errors
     /// [`GpuFluid::new_async`]'s errors.

@@ -231,6 +231,18 @@ fn the_gate_holds_the_water_until_it_is_lifted() {
         ch.advance().expect("frame");
     }
     assert!((solid_min(&ch, 1).x - rest).abs() < 1e-4);
+
+    // The gate slides back down to the floor, through the water under it.
+    ch.controls.gate_lift = 0.0;
+    for _ in 0..60 {
+        ch.advance().expect("frame");
+    }
+    assert!(
+        solid_min(&ch, 0).y.abs() < 1e-4,
+        "the gate is at {:?}",
+        solid_min(&ch, 0)
+    );
+    assert!(!ch.fluid.read_back().expect("read back").diverged);
 }
 
 #[test]

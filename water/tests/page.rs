@@ -189,6 +189,8 @@ fn the_water_channel_runs_in_the_browser_and_matches_the_native_gpu() {
         let s = state(&session);
         (gate_y(&s), paddle_x(&s))
     };
+    set_input(&session, "paddle-amplitude", "0.8");
+    assert!((number(&state(&session)["controls"]["paddle_amplitude"]) - 0.8).abs() < 1e-6);
     set_input(&session, "gate", "1");
     set_input(&session, "paddle", "true");
     let mut moved = (0.0f64, 0.0f64);
