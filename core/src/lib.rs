@@ -89,6 +89,7 @@
 pub mod brute;
 pub mod cell;
 mod csr;
+pub mod decomp;
 pub mod error;
 pub mod exec;
 pub mod geom;
