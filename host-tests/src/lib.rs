@@ -5,14 +5,16 @@
 //! layers of the hierarchical hash grid and the kd-tree over the
 //! broad-phase model ([`hhg_model`], [`kd_model`]) and of the uniform
 //! hashes over the search model ([`uniform_model`]), the deterministic
-//! contract checks of both traits ([`contract`]) and the registry of every
-//! structure kind they run over ([`registry`]). The scenario generators,
+//! contract checks of both traits ([`contract`]), the registry of every
+//! structure kind they run over ([`registry`]) and the brute-force judge of
+//! the domain decomposition ([`decomp_oracle`]). The scenario generators,
 //! the oracle and the `Vec`-backed constructors are in the user-facing host
 //! crate, `spatium-host`.
 
 #![forbid(unsafe_code)]
 
 pub mod contract;
+pub mod decomp_oracle;
 pub mod hhg_model;
 pub mod kd_model;
 pub mod model;
