@@ -28,12 +28,14 @@
 //! | [`VerletCache`] (over a search) | `12N + 4K + 12Q` | `8N + 4K + 12Q` |
 //! | [`sph::Fluid`] | `80N` | `56N` |
 //! | [`sph::boundary::Obstacles`] (over a broad phase) | `52C` | `36C` |
+//! | [`decomp::Decomposition`] | `40S − 8` | `32S − 8` |
 //!
 //! (`T` table slots, `N` particles, `C` ids, `A` arena words, `R` kd-tree
 //! records of `r` = 8 / 16 / 32 bytes for `u32` / `u64` / `u128` codes —
 //! 24 for `u128` on 32-bit ARM, which aligns `u128` to 8 —, `E` hash pool
 //! entries, `Q` cached pairs, `K` Verlet candidate entries: candidates plus
-//! two per run of pairs with one first id, at most `2N`.)
+//! two per run of pairs with one first id, at most `2N`, `S` subdomains (ranks)
+//! of a domain decomposition.)
 //!
 //! ## Traits
 //!
@@ -54,6 +56,13 @@
 //! [`sph::Fluid`] in fixed memory stepped over any [`NeighborSearch`] (wrap it
 //! in a [`PairCache`] to search once per force evaluation), with walls and
 //! obstacles behind any [`BroadPhase`].
+//!
+//! ## Across machines
+//!
+//! [`decomp`] decomposes a domain for a distributed run, with no transport
+//! in it: recursive coordinate bisection into any number of weighted
+//! subdomains, the owner of a position, the ghost set of a subdomain
+//! (periodic images included) and the migration lists after a step.
 //!
 //! ## All cores
 //!
