@@ -114,9 +114,15 @@ fn run<P: Point>(input: &Input) {
     let radius = f32::from_bits(input.radius);
     let periodic = Periodic::new(input.periodic);
     let mut got = Vec::new();
-    let bits = |s: P| (0..P::DIM).map(|k| s.coord(k).to_bits()).collect::<Vec<_>>();
-    if d.for_each_ghost(rank, &pts, radius, periodic, |id, s| got.push((id, bits(s))))
-        .is_ok()
+    let bits = |s: P| {
+        (0..P::DIM)
+            .map(|k| s.coord(k).to_bits())
+            .collect::<Vec<_>>()
+    };
+    if d.for_each_ghost(rank, &pts, radius, periodic, |id, s| {
+        got.push((id, bits(s)))
+    })
+    .is_ok()
     {
         got.sort();
         let want = brute_ghosts(&d.domain(), d.subdomains(), rank, &pts, radius, periodic);
