@@ -551,39 +551,79 @@ impl<P: Point, B: Storage<P::Aabb>, C: Storage<Cut>, W: Storage<f64>> Validate
             S,
             "loads finite and non-negative",
         )?;
-        check_tree::<P>(self.cuts(), self.subdomains(), 0, self.domain)
+        check_tree::<P>(self.cuts(), self.subdomains(), self.domain)
     }
 }
 
-/// Checks the cell of ranks `first..first + boxes.len()` against its cuts.
+/// Checks every rank's box against the cells its cuts make of `domain`,
+/// walking the cut tree depth first with its own stack (no recursion).
 fn check_tree<P: Point>(
     cuts: &[Cut],
     boxes: &[P::Aabb],
-    first: usize,
-    cell: P::Aabb,
+    domain: P::Aabb,
 ) -> Result<(), Corruption> {
     const S: &str = "Decomposition";
-    let r = boxes.len();
-    if r == 1 {
-        return ensure(boxes[0] == cell, S, "boxes are the cells of the cut tree");
-    }
-    let rl = r / 2;
-    let Some(c) = cuts.get(first + rl - 1) else {
-        return Err(Corruption {
-            structure: S,
-            invariant: "a cut per inner cell",
-        });
+    let root = Cell {
+        first: 0,
+        ranks: boxes.len(),
+        lo: 0,
+        hi: 0,
+        bounds: domain,
     };
-    let axis = c.axis as usize;
-    ensure(axis < P::DIM, S, "cut axis below DIM")?;
-    ensure(
-        cell.min().coord(axis) <= c.at && c.at <= cell.max().coord(axis),
-        S,
-        "cut within its cell",
-    )?;
-    let (lower, upper) = halves(&cell, axis, c.at);
-    check_tree::<P>(cuts, &boxes[..rl], first, lower)?;
-    check_tree::<P>(cuts, &boxes[rl..], first + rl, upper)
+    let mut stack = [root; TREE_STACK];
+    let mut depth = 1;
+    while depth > 0 {
+        depth -= 1;
+        let cell = stack[depth];
+        let r = cell.ranks;
+        if r <= 1 {
+            ensure(
+                boxes.get(cell.first) == Some(&cell.bounds),
+                S,
+                "boxes are the cells of the cut tree",
+            )?;
+            continue;
+        }
+        let rl = r / 2;
+        let Some(c) = cuts.get(cell.first + rl - 1) else {
+            return Err(Corruption {
+                structure: S,
+                invariant: "a cut per inner cell",
+            });
+        };
+        let axis = c.axis as usize;
+        ensure(axis < P::DIM, S, "cut axis below DIM")?;
+        ensure(
+            cell.bounds.min().coord(axis) <= c.at && c.at <= cell.bounds.max().coord(axis),
+            S,
+            "cut within its cell",
+        )?;
+        let (lower, upper) = halves(&cell.bounds, axis, c.at);
+        for half in [
+            Cell {
+                first: cell.first + rl,
+                ranks: r - rl,
+                bounds: upper,
+                ..cell
+            },
+            Cell {
+                first: cell.first,
+                ranks: rl,
+                bounds: lower,
+                ..cell
+            },
+        ] {
+            let Some(slot) = stack.get_mut(depth) else {
+                return Err(Corruption {
+                    structure: S,
+                    invariant: "cut tree no deeper than 2^32 ranks",
+                });
+            };
+            *slot = half;
+            depth += 1;
+        }
+    }
+    Ok(())
 }
 
 /// The positions and weights of the elements being decomposed.
@@ -611,76 +651,107 @@ impl<P: Point> Elements<'_, P> {
     }
 }
 
-/// The output slices of one cell: its ranks' boxes and loads, and the cuts
-/// between them.
+/// The output slices of a build: every rank's box and load, and the cuts.
 struct Out<'a, A> {
     boxes: &'a mut [A],
     cuts: &'a mut [Cut],
     loads: &'a mut [f64],
 }
 
-/// Bisects the cell `cell` holding the ranks of `out` and the elements `idx`.
-fn bisect<P: Point>(el: &Elements<'_, P>, out: Out<'_, P::Aabb>, cell: P::Aabb, idx: &mut [u32]) {
-    let r = out.boxes.len();
-    if r <= 1 {
-        if let (Some(b), Some(l)) = (out.boxes.first_mut(), out.loads.first_mut()) {
-            *b = cell;
-            *l = el.total(idx);
-        }
-        return;
-    }
-    let rl = r / 2;
-    let (lo, hi) = (cell.min(), cell.max());
-    let mut axis = 0;
-    for k in 1..P::DIM {
-        if hi.coord(k) - lo.coord(k) > hi.coord(axis) - lo.coord(axis) {
-            axis = k;
-        }
-    }
-    let target = el.total(idx) * rl as f64 / r as f64;
-    let at = choose_cut(el, idx, axis, lo.coord(axis), hi.coord(axis), target);
-    // Partition: elements below the cut first.
-    let mut s = 0;
-    for j in 0..idx.len() {
-        if el.coord(idx[j], axis) < at {
-            idx.swap(s, j);
-            s += 1;
-        }
-    }
-    let (lower, upper) = halves(&cell, axis, at);
+/// Pending cells of the cut tree: each split halves the rank count, so at
+/// most one pending sibling per level of a tree of at most 2³² ranks (32
+/// levels), plus the cell being split. The core never recurses (the
+/// firmware's call graphs are checked for cycles), so the depth-first walk
+/// keeps its own stack.
+const TREE_STACK: usize = 40;
+
+/// A cell of the cut tree: ranks `first..first + ranks`, elements
+/// `idx[lo..hi]`, and its box.
+#[derive(Clone, Copy)]
+struct Cell<A> {
+    first: usize,
+    ranks: usize,
+    lo: usize,
+    hi: usize,
+    bounds: A,
+}
+
+/// Bisects `domain`, holding every rank of `out` and the elements `idx`,
+/// depth first: each cell is cut along its longest axis at the weighted
+/// split of its ranks, its cut stored at index `first + ⌊r/2⌋ − 1`.
+fn bisect<P: Point>(el: &Elements<'_, P>, out: Out<'_, P::Aabb>, domain: P::Aabb, idx: &mut [u32]) {
     let Out { boxes, cuts, loads } = out;
-    let (b0, b1) = boxes.split_at_mut(rl);
-    let (l0, l1) = loads.split_at_mut(rl);
-    // cuts[rl - 1] is this cell's; the lower cell's are before, the upper's after.
-    let (c0, rest) = cuts.split_at_mut(rl - 1);
-    let Some((c, c1)) = rest.split_first_mut() else {
-        return;
+    let root = Cell {
+        first: 0,
+        ranks: boxes.len(),
+        lo: 0,
+        hi: idx.len(),
+        bounds: domain,
     };
-    *c = Cut {
-        axis: axis as u32,
-        at,
-    };
-    let (i0, i1) = idx.split_at_mut(s);
-    bisect(
-        el,
-        Out {
-            boxes: b0,
-            cuts: c0,
-            loads: l0,
-        },
-        lower,
-        i0,
-    );
-    bisect(
-        el,
-        Out {
-            boxes: b1,
-            cuts: c1,
-            loads: l1,
-        },
-        upper,
-        i1,
-    );
+    let mut stack = [root; TREE_STACK];
+    let mut depth = 1;
+    while depth > 0 {
+        depth -= 1;
+        let cell = stack[depth];
+        let Some(elements) = idx.get_mut(cell.lo..cell.hi) else {
+            continue;
+        };
+        let r = cell.ranks;
+        if r <= 1 {
+            if let (Some(b), Some(l)) = (boxes.get_mut(cell.first), loads.get_mut(cell.first)) {
+                *b = cell.bounds;
+                *l = el.total(elements);
+            }
+            continue;
+        }
+        let rl = r / 2;
+        let (lo, hi) = (cell.bounds.min(), cell.bounds.max());
+        let mut axis = 0;
+        for k in 1..P::DIM {
+            if hi.coord(k) - lo.coord(k) > hi.coord(axis) - lo.coord(axis) {
+                axis = k;
+            }
+        }
+        let target = el.total(elements) * rl as f64 / r as f64;
+        let at = choose_cut(el, elements, axis, lo.coord(axis), hi.coord(axis), target);
+        // Partition: elements below the cut first.
+        let mut below = 0;
+        for j in 0..elements.len() {
+            if el.coord(elements[j], axis) < at {
+                elements.swap(below, j);
+                below += 1;
+            }
+        }
+        if let Some(c) = cuts.get_mut(cell.first + rl - 1) {
+            *c = Cut {
+                axis: axis as u32,
+                at,
+            };
+        }
+        let (lower, upper) = halves(&cell.bounds, axis, at);
+        // Upper pushed first, so the lower cell is split next.
+        for half in [
+            Cell {
+                first: cell.first + rl,
+                ranks: r - rl,
+                lo: cell.lo + below,
+                hi: cell.hi,
+                bounds: upper,
+            },
+            Cell {
+                first: cell.first,
+                ranks: rl,
+                lo: cell.lo,
+                hi: cell.lo + below,
+                bounds: lower,
+            },
+        ] {
+            if let Some(slot) = stack.get_mut(depth) {
+                *slot = half;
+                depth += 1;
+            }
+        }
+    }
 }
 
 /// The two cells of `cell` cut at `at` along `axis`.
