@@ -280,11 +280,7 @@ impl<P: Point, B: Storage<P::Aabb>, C: Storage<Cut>, W: Storage<f64>> Decomposit
             });
         }
         let n = positions.len();
-        if u32::try_from(n).is_err() {
-            return Err(Error::CapacityExceeded {
-                capacity: u32::MAX as usize,
-            });
-        }
+        ids_fit(n)?;
         if scratch.len() < n {
             return Err(Error::BufferTooSmall {
                 needed: n,
@@ -333,11 +329,17 @@ impl<P: Point, B: Storage<P::Aabb>, C: Storage<Cut>, W: Storage<f64>> Decomposit
     /// [`Error::OutOfRange`] for a position outside the domain box,
     /// [`Error::InvalidConfig`] before the first build.
     pub fn owner(&self, x: P) -> Result<u32, Error> {
+        self.built()?;
+        check_position(&self.domain, x)?;
+        Ok(self.walk(x))
+    }
+
+    /// [`Error::InvalidConfig`] before the first build.
+    fn built(&self) -> Result<(), Error> {
         if self.ranks == 0 {
             return Err(NOT_BUILT);
         }
-        check_position(&self.domain, x)?;
-        Ok(self.walk(x))
+        Ok(())
     }
 
     /// The owner of a position known to be in the domain.
@@ -363,9 +365,7 @@ impl<P: Point, B: Storage<P::Aabb>, C: Storage<Cut>, W: Storage<f64>> Decomposit
     /// Nothing is written on error. [`Error::LengthMismatch`] if `owners`
     /// has another length than `positions`; then as [`owner`](Self::owner).
     pub fn assign(&self, positions: &[P], owners: &mut [u32]) -> Result<(), Error> {
-        if self.ranks == 0 {
-            return Err(NOT_BUILT);
-        }
+        self.built()?;
         if owners.len() != positions.len() {
             return Err(Error::LengthMismatch {
                 expected: positions.len(),
@@ -408,9 +408,7 @@ impl<P: Point, B: Storage<P::Aabb>, C: Storage<Cut>, W: Storage<f64>> Decomposit
         periodic: Periodic,
         mut f: impl FnMut(u32, P),
     ) -> Result<(), Error> {
-        if self.ranks == 0 {
-            return Err(NOT_BUILT);
-        }
+        self.built()?;
         let own = self.subdomain(rank)?;
         if !(radius.is_finite() && radius > 0.0) {
             return Err(Error::InvalidRadius);
@@ -428,11 +426,7 @@ impl<P: Point, B: Storage<P::Aabb>, C: Storage<Cut>, W: Storage<f64>> Decomposit
                 }
             }
         }
-        if u32::try_from(positions.len()).is_err() {
-            return Err(Error::CapacityExceeded {
-                capacity: u32::MAX as usize,
-            });
-        }
+        ids_fit(positions.len())?;
         check_positions(&self.domain, positions)?;
         let r2 = radius * radius;
         let images = 3usize.pow(P::DIM as u32);
@@ -491,9 +485,7 @@ impl<P: Point, B: Storage<P::Aabb>, C: Storage<Cut>, W: Storage<f64>> Decomposit
         counts: &mut [u32],
         mut f: impl FnMut(u32, u32, u32),
     ) -> Result<(), Error> {
-        if self.ranks == 0 {
-            return Err(NOT_BUILT);
-        }
+        self.built()?;
         if previous.len() != positions.len() {
             return Err(Error::LengthMismatch {
                 expected: positions.len(),
@@ -507,11 +499,7 @@ impl<P: Point, B: Storage<P::Aabb>, C: Storage<Cut>, W: Storage<f64>> Decomposit
                 available: counts.len(),
             });
         }
-        if u32::try_from(positions.len()).is_err() {
-            return Err(Error::CapacityExceeded {
-                capacity: u32::MAX as usize,
-            });
-        }
+        ids_fit(positions.len())?;
         if previous.iter().any(|&r| r >= self.ranks) {
             return Err(Error::InvalidConfig { field: "previous" });
         }
@@ -847,6 +835,16 @@ fn choose_cut<P: Point>(
 }
 
 /// Squared Euclidean distance from `q` to the closed box `b` (0 inside),
+/// [`Error::CapacityExceeded`] for more elements than `u32` ids name.
+fn ids_fit(n: usize) -> Result<(), Error> {
+    if u32::try_from(n).is_err() {
+        return Err(Error::CapacityExceeded {
+            capacity: u32::MAX as usize,
+        });
+    }
+    Ok(())
+}
+
 /// summed axis by axis in order.
 pub fn box_distance_squared<A: BoundingBox>(b: &A, q: A::Point) -> f32 {
     let mut d2 = 0.0f32;
