@@ -9,8 +9,7 @@ use common::{DENSITY_TOL, POSITION_TOL, RELATIVE_TOL, VELOCITY_TOL};
 use spatium::exec::Serial;
 use spatium::sph::boundary::{Obstacle, Shape};
 use spatium::sph::source::Lattice;
-use spatium::sph::{Fluid, GatherSlot, Integrator, ParticleState, SphParams};
-use spatium::uniform::{CellRecord, CellSortedHash, SortedParticle, TableSlot};
+use spatium::sph::{GatherSlot, Integrator, ParticleState, SphParams};
 use spatium::{
     Aabb3, BoundingBox, BruteForceBroadPhase, BruteForceNeighbors, BruteSlot, NeighborSearch,
     Obstacles, Point, Vec3,
@@ -147,48 +146,33 @@ fn moving_scene(integrator: Integrator) -> (Scene, Vec<Obstacle<Vec3>>) {
 /// order. Returns positions and states by id, the obstacles at the end,
 /// and how many particles each obstacle touched (within 1.05 collision
 /// radii after some step).
-#[allow(clippy::type_complexity)]
-fn cpu_run(
-    scene: &Scene,
-    list: &[Obstacle<Vec3>],
-    steps: u32,
-) -> (
+fn cpu_run(scene: &Scene, list: &[Obstacle<Vec3>], steps: u32) -> CpuRun {
+    cpu_run_with(
+        &mut common::cpu_hash(scene.positions.len()),
+        scene,
+        list,
+        steps,
+    )
+}
+
+/// Positions and states by id, the obstacles at the end, and how many
+/// particles each obstacle touched.
+type CpuRun = (
     Vec<Vec3>,
     Vec<ParticleState<Vec3>>,
     Vec<Obstacle<Vec3>>,
     Vec<usize>,
-) {
-    let n = scene.positions.len();
-    let mut hash = CellSortedHash::<Vec3, _, _, _>::new(
-        vec![TableSlot::EMPTY; spatium::table::table_len(n, 4)],
-        vec![SortedParticle::EMPTY; n],
-        vec![CellRecord::EMPTY; n],
-    );
-    cpu_run_with(&mut hash, scene, list, steps)
-}
+);
 
 /// [`cpu_run`] over any neighbour search.
-#[allow(clippy::type_complexity)]
 fn cpu_run_with<N: NeighborSearch<Vec3> + Sync>(
     search: &mut N,
     scene: &Scene,
     list: &[Obstacle<Vec3>],
     steps: u32,
-) -> (
-    Vec<Vec3>,
-    Vec<ParticleState<Vec3>>,
-    Vec<Obstacle<Vec3>>,
-    Vec<usize>,
-) {
+) -> CpuRun {
     let n = scene.positions.len();
-    let mut fluid = Fluid::new(
-        vec![Vec3::ZERO; n],
-        vec![ParticleState::EMPTY; n],
-        scene.params,
-    );
-    fluid
-        .extend(scene.positions.iter().copied(), scene.states[0].velocity)
-        .expect("scene fits");
+    let mut fluid = common::cpu_fluid(scene, scene.states[0].velocity);
     let m = list.len();
     let mut solids = Obstacles::new(
         vec![Obstacle::EMPTY; m],
@@ -262,18 +246,8 @@ fn check(
         s.params.rest_density,
     );
     eprintln!(
-        "{test}: {} particles, touched per obstacle {touched:?}; after {steps} steps, max |Δx| {:.3e} m, \
-         |Δv| {:.3e} m/s, |Δρ|/ρ₀ {:.3e}; start |Δx| {:.3e} m, |Δv| {:.3e} m/s; relative pressure \
-         {:.3e}, normal {:.3e}, acceleration {:.3e}",
-        cpu_x.len(),
-        d.position,
-        d.velocity,
-        d.density,
-        d.start_position,
-        d.start_velocity,
-        d.pressure,
-        d.normal,
-        d.acceleration
+        "{test}: {} particles, touched per obstacle {touched:?}; after {steps} steps, {d}",
+        cpu_x.len()
     );
     let r = s.params.particle_radius;
     // Not vacuous: every obstacle met the fluid.

@@ -404,7 +404,7 @@ impl Channel {
         let paddle_dx = min_of(1).x - self.config.paddle_at(0.0).min().x;
         let paddle_target = if self.controls.paddle_on && self.controls.paddle_period > 0.0 {
             let phase = core::f32::consts::TAU * (self.time + frame) / self.controls.paddle_period;
-            8.0 * s * self.controls.paddle_amplitude.clamp(0.0, 1.0) * libm_sin(phase)
+            8.0 * s * self.controls.paddle_amplitude.clamp(0.0, 1.0) * sin_f32(phase)
         } else {
             0.0
         };
@@ -448,9 +448,9 @@ impl Channel {
     }
 }
 
-/// `sin` through `f64` (std's; the wasm32 and native results agree to the
-/// last bit of the `f32`).
-fn libm_sin(x: f32) -> f32 {
+/// `sin` of an `f32` phase, computed in `f64` (the paddle's swing; no
+/// parity test depends on its last bit).
+fn sin_f32(x: f32) -> f32 {
     (f64::from(x)).sin() as f32
 }
 

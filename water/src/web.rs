@@ -45,32 +45,13 @@ pub struct Water {
 #[wasm_bindgen]
 impl Water {
     /// Opens WebGPU on `canvas` and creates the channel from the start
-    /// panel: `integrator` is `leapfrog` or `euler`, `sort` `counting` or
-    /// `bitonic`, `start` `pipe` or `block`.
+    /// panel.
     ///
     /// # Errors
-    /// No WebGPU adapter, a device that refuses the buffers, or a value the
-    /// start panel's checks refuse; the message says which.
-    #[allow(clippy::too_many_arguments)]
-    pub async fn create(
-        canvas: HtmlCanvasElement,
-        particles: u32,
-        spacing: f32,
-        dt: f32,
-        integrator: String,
-        sort: String,
-        start: String,
-        steps_per_frame: u32,
-    ) -> Result<Water, JsError> {
-        let config = start_config(
-            particles,
-            spacing,
-            dt,
-            &integrator,
-            &sort,
-            &start,
-            steps_per_frame,
-        )?;
+    /// No WebGPU adapter or a device that refuses the buffers; the message
+    /// says which.
+    pub async fn create(canvas: HtmlCanvasElement, panel: StartPanel) -> Result<Water, JsError> {
+        let config = panel.0;
         let (width, height) = (canvas.width().max(1), canvas.height().max(1));
         let instance = wgpu::Instance::new(wgpu::InstanceDescriptor {
             backends: wgpu::Backends::BROWSER_WEBGPU,
@@ -371,39 +352,53 @@ impl Water {
     }
 }
 
-/// The start panel's values, parsed and checked.
-fn start_config(
-    particles: u32,
-    spacing: f32,
-    dt: f32,
-    integrator: &str,
-    sort: &str,
-    start: &str,
-    steps_per_frame: u32,
-) -> Result<StartConfig, JsError> {
-    let config = StartConfig {
-        particles,
-        spacing,
-        dt,
-        integrator: match integrator {
-            "leapfrog" => Integrator::Leapfrog,
-            "euler" => Integrator::Euler,
-            other => return Err(js_error(format!("unknown integrator {other:?}"))),
-        },
-        sort: match sort {
-            "counting" => SortKind::Counting,
-            "bitonic" => SortKind::Bitonic,
-            other => return Err(js_error(format!("unknown sort {other:?}"))),
-        },
-        start: match start {
-            "pipe" => Start::Pipe,
-            "block" => Start::Block,
-            other => return Err(js_error(format!("unknown start {other:?}"))),
-        },
-        steps_per_frame,
-    };
-    config.check().map_err(js_error)?;
-    Ok(config)
+/// The seed's start panel, parsed and checked once, for [`Water::create`]
+/// and [`new_channel`].
+#[wasm_bindgen]
+pub struct StartPanel(StartConfig);
+
+#[wasm_bindgen]
+impl StartPanel {
+    /// The panel's values: `integrator` is `leapfrog` or `euler`, `sort`
+    /// `counting` or `bitonic`, `start` `pipe` or `block`.
+    ///
+    /// # Errors
+    /// An unknown name, or a value [`StartConfig::check`] refuses; the
+    /// message says which.
+    #[wasm_bindgen(constructor)]
+    pub fn new(
+        particles: u32,
+        spacing: f32,
+        dt: f32,
+        integrator: &str,
+        sort: &str,
+        start: &str,
+        steps_per_frame: u32,
+    ) -> Result<StartPanel, JsError> {
+        let config = StartConfig {
+            particles,
+            spacing,
+            dt,
+            integrator: match integrator {
+                "leapfrog" => Integrator::Leapfrog,
+                "euler" => Integrator::Euler,
+                other => return Err(js_error(format!("unknown integrator {other:?}"))),
+            },
+            sort: match sort {
+                "counting" => SortKind::Counting,
+                "bitonic" => SortKind::Bitonic,
+                other => return Err(js_error(format!("unknown sort {other:?}"))),
+            },
+            start: match start {
+                "pipe" => Start::Pipe,
+                "block" => Start::Block,
+                other => return Err(js_error(format!("unknown start {other:?}"))),
+            },
+            steps_per_frame,
+        };
+        config.check().map_err(js_error)?;
+        Ok(StartPanel(config))
+    }
 }
 
 /// The page's device, handed to [`new_channel`].
@@ -419,28 +414,10 @@ pub struct NewChannel(Channel);
 /// aborts the first one's pending buffer mappings).
 ///
 /// # Errors
-/// A value the start panel's checks refuse, or a GPU error.
+/// A GPU error.
 #[wasm_bindgen(js_name = newChannel)]
-#[allow(clippy::too_many_arguments)]
-pub async fn new_channel(
-    device: DeviceHandle,
-    particles: u32,
-    spacing: f32,
-    dt: f32,
-    integrator: String,
-    sort: String,
-    start: String,
-    steps_per_frame: u32,
-) -> Result<NewChannel, JsError> {
-    let config = start_config(
-        particles,
-        spacing,
-        dt,
-        &integrator,
-        &sort,
-        &start,
-        steps_per_frame,
-    )?;
+pub async fn new_channel(device: DeviceHandle, panel: StartPanel) -> Result<NewChannel, JsError> {
+    let config = panel.0;
     let gpu = device.0;
     let channel = Channel::new(&gpu, config, gpu.has_timestamps())
         .await

@@ -2,7 +2,7 @@
 // (falling back to a plain message and a link to the CPU 2D page), runs the
 // frame loop and wires the panels to the Rust side (src/web.rs).
 // window.water is what the page test (tests/page.rs) reads and drives.
-import init, { Water, fixedRun, fixedSteps, newChannel } from './pkg/spatium_water.js';
+import init, { StartPanel, Water, fixedRun, fixedSteps, newChannel } from './pkg/spatium_water.js';
 
 const page = { ready: false, error: null, supported: null, water: null, fps: 0, state: null };
 window.water = page;
@@ -45,10 +45,9 @@ function applyLive() {
   page.water.set_paddle($('paddle').checked, Number($('paddle-amplitude').value));
 }
 
-// The start panel's values, in the order Water.create and newChannel take
-// them.
-function startValues() {
-  return [
+// The start panel's values, checked by the Rust side.
+function startPanel() {
+  return new StartPanel(
     Number($('particles').value),
     Number($('spacing').value),
     Number($('dt').value),
@@ -56,7 +55,7 @@ function startValues() {
     $('sort').value,
     $('start-mode').value,
     Number($('steps-per-frame').value),
-  ];
+  );
 }
 
 // The first start opens WebGPU on the canvas; a restart makes a new channel
@@ -67,10 +66,10 @@ async function start() {
   resizeCanvas();
   try {
     if (page.water) {
-      const channel = await newChannel(page.water.device_handle(), ...startValues());
+      const channel = await newChannel(page.water.device_handle(), startPanel());
       page.water.replace_channel(channel);
     } else {
-      page.water = await Water.create(canvas, ...startValues());
+      page.water = await Water.create(canvas, startPanel());
       $('adapter').textContent = page.water.adapter();
       $('software').hidden = !page.water.is_software();
     }

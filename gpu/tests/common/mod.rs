@@ -6,7 +6,7 @@
 
 use spatium::sph::{Fluid, ParticleState};
 use spatium::uniform::{CellRecord, CellSortedHash, SortedParticle, TableSlot};
-use spatium::{Point, Vec3};
+use spatium::{NeighborSearch, Point, Vec3};
 use spatium_gpu::Gpu;
 use spatium_gpu::scene::Scene;
 
@@ -59,9 +59,12 @@ pub fn gpu_required() -> bool {
             .is_ok_and(|v| matches!(v.to_ascii_lowercase().as_str(), "true" | "1" | "yes"))
 }
 
-/// Steps the core's CPU solver (a `CellSortedHash`, walls only) `steps`
-/// times from the scene; returns positions and states by id.
-pub fn cpu_run(scene: &Scene, steps: u32) -> (Vec<Vec3>, Vec<ParticleState<Vec3>>) {
+/// The core's CPU solver holding the scene's particles, all with velocity
+/// `velocity`.
+pub fn cpu_fluid(
+    scene: &Scene,
+    velocity: Vec3,
+) -> Fluid<Vec3, Vec<Vec3>, Vec<ParticleState<Vec3>>> {
     let n = scene.positions.len();
     let mut fluid = Fluid::new(
         vec![Vec3::ZERO; n],
@@ -69,13 +72,26 @@ pub fn cpu_run(scene: &Scene, steps: u32) -> (Vec<Vec3>, Vec<ParticleState<Vec3>
         scene.params,
     );
     fluid
-        .extend(scene.positions.iter().copied(), Vec3::ZERO)
+        .extend(scene.positions.iter().copied(), velocity)
         .expect("scene fits");
-    let mut hash = CellSortedHash::<Vec3, _, _, _>::new(
+    fluid
+}
+
+/// The CPU reference's neighbour search for `n` particles: a
+/// `CellSortedHash` with the core's table length for dense SPH.
+pub fn cpu_hash(n: usize) -> impl NeighborSearch<Vec3> + Sync {
+    CellSortedHash::<Vec3, _, _, _>::new(
         vec![TableSlot::EMPTY; spatium::table::table_len(n, 4)],
         vec![SortedParticle::EMPTY; n],
         vec![CellRecord::EMPTY; n],
-    );
+    )
+}
+
+/// Steps the core's CPU solver (a `CellSortedHash`, walls only) `steps`
+/// times from the scene; returns positions and states by id.
+pub fn cpu_run(scene: &Scene, steps: u32) -> (Vec<Vec3>, Vec<ParticleState<Vec3>>) {
+    let mut fluid = cpu_fluid(scene, Vec3::ZERO);
+    let mut hash = cpu_hash(scene.positions.len());
     for _ in 0..steps {
         fluid.step(&mut hash, &mut (), &mut ()).expect("CPU step");
     }
@@ -117,6 +133,25 @@ pub struct Deviation {
     pub pressure: f32,
     pub normal: f32,
     pub acceleration: f32,
+}
+
+impl std::fmt::Display for Deviation {
+    /// The figures every parity test prints.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "max |Δx| {:.3e} m, |Δv| {:.3e} m/s, |Δρ|/ρ₀ {:.3e}; start |Δx| {:.3e} m, \
+             |Δv| {:.3e} m/s; relative pressure {:.3e}, normal {:.3e}, acceleration {:.3e}",
+            self.position,
+            self.velocity,
+            self.density,
+            self.start_position,
+            self.start_velocity,
+            self.pressure,
+            self.normal,
+            self.acceleration
+        )
+    }
 }
 
 impl Deviation {
