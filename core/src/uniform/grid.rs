@@ -120,6 +120,27 @@ impl<P: Point> Grid<P> {
         Ok((grid, lo, hi))
     }
 
+    /// This grid with its origin moved to `anchor` (when given) instead of
+    /// the centre of the positions' bounding box `lo..hi`, after checking
+    /// that the corners stay within [`UNIFORM_RANGE_CELLS`] cells of it
+    /// (`n` positions; nothing to check without any).
+    pub(crate) fn anchored(
+        mut self,
+        anchor: Option<P>,
+        lo: P,
+        hi: P,
+        n: usize,
+    ) -> Result<Self, Error> {
+        if let Some(origin) = anchor {
+            self.origin = origin;
+            if n > 0 {
+                self.cell(lo)?;
+                self.cell(hi)?;
+            }
+        }
+        Ok(self)
+    }
+
     /// The search radius.
     pub fn radius(&self) -> f32 {
         self.radius

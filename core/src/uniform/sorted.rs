@@ -163,6 +163,9 @@ where
     /// The last build's bounding box of cells, when the table indexes the
     /// runs direct-mapped over it (`blocks == 0`).
     dense: DenseBox,
+    /// A fixed grid origin ([`set_anchor`](Self::set_anchor)), or `None`
+    /// to centre the grid on each build's positions.
+    anchor: Option<P>,
     _p: PhantomData<P>,
 }
 
@@ -382,6 +385,7 @@ where
             identity: true,
             blocks: 1,
             dense: DenseBox::EMPTY,
+            anchor: None,
             _p: PhantomData,
         }
     }
@@ -405,6 +409,28 @@ where
             .len()
             .min(self.records.as_ref().len());
         n.min(NONE as usize - 1)
+    }
+
+    /// Fixes the origin of the grid of every later build at `origin`
+    /// (`None`, the default: each build centres its grid on the bounding box
+    /// of its positions). Two hashes anchored at the same point and built
+    /// with the same radius put every position in the same cell, whatever
+    /// else each holds: a rank of a distributed run, holding a subset of
+    /// the particles, then visits each particle's neighbours in the same
+    /// order as one process holding them all (spatium-mpi's bit-identical
+    /// step relies on it).
+    ///
+    /// # Errors
+    /// [`Error::NonFinite`] for an origin that is not finite (nothing
+    /// changes). A later build fails with [`Error::OutOfRange`] if a
+    /// position lies more than [`crate::uniform::UNIFORM_RANGE_CELLS`]
+    /// cells from the origin.
+    pub fn set_anchor(&mut self, origin: Option<P>) -> Result<(), Error> {
+        if origin.is_some_and(|o| !o.is_finite()) {
+            return Err(Error::NonFinite);
+        }
+        self.anchor = origin;
+        Ok(())
     }
 
     /// The grid of the last build.
@@ -1295,6 +1321,7 @@ where
             self.table.as_ref().len(),
             self.capacity(),
         )?;
+        let grid = grid.anchored(self.anchor, lo, hi, positions.len())?;
         // Validated: from here on nothing can fail.
         let n = positions.len();
         let mut parts = PlanesMut::new(self.particles.as_mut(), n);

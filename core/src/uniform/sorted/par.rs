@@ -96,6 +96,7 @@ where
             .reduce(|(lo, hi, f), (l, h, g)| (lo.min(l), hi.max(h), f && g));
         let (grid, lo, hi) =
             Grid::fit_with_bounds(radius, n, all, self.table.as_ref().len(), self.capacity())?;
+        let grid = grid.anchored(self.anchor, lo, hi, n)?;
         // Validated: from here on nothing can fail.
         let mut parts = PlanesMut::new(self.particles.as_mut(), n);
         let records = &mut self.records.as_mut()[..n];
