@@ -13,59 +13,28 @@
 //! runs with the same flags (any `--threads`) compute the same fluid bit for
 //! bit.
 
-/// `println!` that ignores a closed stdout (`spatium-demo | head`) instead
-/// of panicking.
-macro_rules! say {
-    () => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stdout().lock());
-    }};
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
-    }};
-}
-
-/// `eprintln!` that ignores a closed stderr instead of panicking.
-macro_rules! warn {
-    () => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stderr().lock());
-    }};
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
-    }};
-}
-
 mod args;
-mod plot;
-mod render;
-mod scene;
-mod timing;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use spatium::sph::boundary::{Obstacle, Obstacles, SHARED_OBSTACLES};
+use spatium::sph::boundary::SHARED_OBSTACLES;
 use spatium::sph::source::Emitter;
 use spatium::sph::{Fluid, GatherSlot, ParticleState, SphParams, StageTimer};
-use spatium::{Aabb3, Error, NeighborPair, NeighborSearch, PairCache, Vec3};
+use spatium::{Error, NeighborPair, NeighborSearch, PairCache, Vec3};
 
 use args::Named;
 use args::{Args, Command, USAGE};
-use render::DensityScale;
+use spatium_demo::render::DensityScale;
+use spatium_demo::{plot, render, say, scene, timing, warn};
 use spatium_host::par::HostExec;
-use spatium_host::runtime::{AnyBroad, AnySearch, SearchKind};
-
-/// The obstacles' broad phase, chosen by flag.
-type Broad = AnyBroad<Aabb3>;
+use spatium_host::runtime::{AnySearch, SearchKind};
 
 /// The fluid's neighbour search, chosen by flag.
 type Search = AnySearch<Vec3>;
-use timing::{StepTiming, Timer};
+use spatium_demo::timing::{StepTiming, Timer};
 
 /// Densities drawn pale and strong blue, as multiples of the rest density.
 const COLOUR_RANGE: (f32, f32) = (0.4, 1.2);
@@ -99,7 +68,7 @@ fn frame_steps(steps: usize, images: usize) -> Vec<usize> {
 }
 
 /// The scene's solids: the spheres behind the chosen broad phase.
-type Solids = Obstacles<Vec3, Broad, Vec<Obstacle<Vec3>>>;
+type Solids = scene::Solids;
 
 /// The fluid over `Vec`s.
 type VecFluid = Fluid<Vec3, Vec<Vec3>, Vec<ParticleState<Vec3>>>;
@@ -248,17 +217,7 @@ impl Stepper {
 
 /// Builds the spheres and their broad phase.
 fn solids(a: &Args, params: &SphParams<Vec3>) -> Result<Solids, String> {
-    let spheres = scene::spheres(a.spheres, a.seed);
-    let boxes: Vec<Aabb3> = spheres.iter().map(|o| o.shape.bounds()).collect();
-    let broad = Broad::new(a.broadphase, &boxes, 2.0 * params.particle_radius)
-        .map_err(|e| format!("{} broad phase: {e}", a.broadphase.name()))?;
-    let mut solids = Obstacles::new(vec![Obstacle::EMPTY; spheres.len()], broad);
-    for (i, o) in spheres.into_iter().enumerate() {
-        solids
-            .add(o)
-            .map_err(|e| format!("adding sphere {i} to the broad phase: {e}"))?;
-    }
-    Ok(solids)
+    scene::solids(a.spheres, a.seed, a.broadphase, params)
 }
 
 /// The progress bar, redrawn in place on stderr at most ten times a
@@ -637,7 +596,7 @@ mod tests {
             // A block of 4913 particles (two gather tasks), then the pipe.
             fluid
                 .fill_block(
-                    Aabb3::new(Vec3::new(0.2, 0.0, 0.2), Vec3::new(0.465, 0.265, 0.465))
+                    spatium::Aabb3::new(Vec3::new(0.2, 0.0, 0.2), Vec3::new(0.465, 0.265, 0.465))
                         .expect("box"),
                     a.spacing,
                     Vec3::ZERO,

@@ -2,10 +2,14 @@
 //! parameters.
 
 use spatium::sph::SphParams;
-use spatium::sph::boundary::{Obstacle, Shape};
+use spatium::sph::boundary::{Obstacle, Obstacles, Shape};
 use spatium::sph::source::Emitter;
 use spatium::{Aabb3, Vec3};
 use spatium_host::Rng;
+use spatium_host::runtime::{AnyBroad, BroadKind, Named};
+
+/// The scene's solids: the spheres behind the chosen broad phase.
+pub type Solids = Obstacles<Vec3, AnyBroad<Aabb3>, Vec<Obstacle<Vec3>>>;
 
 /// Centre of the pipe's mouth.
 pub const PIPE_ORIGIN: Vec3 = Vec3::new(0.5, 0.92, 0.5);
@@ -50,6 +54,30 @@ pub fn spheres(count: usize, seed: u64) -> Vec<Obstacle<Vec3>> {
             Obstacle::fixed(Shape::Sphere { center, radius })
         })
         .collect()
+}
+
+/// The [`spheres`] of `count` and `seed` behind a broad phase of `kind`
+/// (queried with boxes of a particle's diameter).
+///
+/// # Errors
+/// A one-line message if the broad phase refuses a sphere.
+pub fn solids(
+    count: usize,
+    seed: u64,
+    kind: BroadKind,
+    params: &SphParams<Vec3>,
+) -> Result<Solids, String> {
+    let spheres = spheres(count, seed);
+    let boxes: Vec<Aabb3> = spheres.iter().map(|o| o.shape.bounds()).collect();
+    let broad = AnyBroad::new(kind, &boxes, 2.0 * params.particle_radius)
+        .map_err(|e| format!("{} broad phase: {e}", kind.name()))?;
+    let mut solids = Obstacles::new(vec![Obstacle::EMPTY; spheres.len()], broad);
+    for (i, o) in spheres.into_iter().enumerate() {
+        solids
+            .add(o)
+            .map_err(|e| format!("adding sphere {i} to the broad phase: {e}"))?;
+    }
+    Ok(solids)
 }
 
 /// The solver parameters: the seed paper's table at `spacing`, with time
@@ -105,9 +133,10 @@ mod tests {
 
     #[test]
     fn default_scene_is_accepted() {
-        let a = crate::args::Args::default();
-        assert!(params(a.spacing, a.dt).is_ok());
-        let pipe = pipe(a.spacing, a.particles).expect("pipe");
+        // The main job's default flags (args.rs): spacing 2^-6, dt 0.0025,
+        // 10 000 particles.
+        assert!(params(1.0 / 64.0, 0.0025).is_ok());
+        let pipe = pipe(1.0 / 64.0, 10_000).expect("pipe");
         assert!(pipe.layer_len() > 0);
     }
 }
