@@ -4,11 +4,12 @@
 # on an emulated Cortex-M4 (scripts/firmware.sh), the WASM page in headless
 # Chromium (scripts/wasm.sh), the wgpu SPH crate on Mesa lavapipe
 # (scripts/gpu.sh), the 3D water-channel page on WebGPU in headless
-# Chromium (scripts/water.sh) and a time-boxed fuzz run. Run from anywhere;
+# Chromium (scripts/water.sh), the distributed crate on 1, 2 and 4 MPI
+# ranks (scripts/mpi.sh) and a time-boxed fuzz run. Run from anywhere;
 # it works from the repository root. On a fresh machine with only
 # rustup/cargo it installs what it needs (rustfmt, clippy, the cross
 # targets, nightly Miri, QEMU, the ARM binutils, Chromium + chromedriver
-# and Mesa's lavapipe Vulkan driver by apt, embedded-test-qemu-runner,
+# Mesa's lavapipe Vulkan driver and Open MPI by apt, embedded-test-qemu-runner,
 # defmt-print, wasm-bindgen-cli, cargo-fuzz).
 #
 # Environment:
@@ -99,6 +100,9 @@ bash scripts/gpu.sh
 
 stage "water: scripts/water.sh (the 3D water-channel page: native tests on lavapipe, the page in headless Chromium on WebGPU)"
 bash scripts/water.sh
+
+stage "mpi: scripts/mpi.sh (Open MPI; the distributed SPH step and broad phase on 1, 2 and 4 ranks)"
+bash scripts/mpi.sh
 
 if [[ "$SKIP_FUZZ" == "1" ]]; then
     stage "fuzz"

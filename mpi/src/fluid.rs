@@ -1,0 +1,527 @@
+//! The distributed SPH step ([`DistFluid`]): each rank owns the particles
+//! in its subdomain, receives a ghost layer from its neighbours once per
+//! step, steps the owned particles and their ghosts with the core's
+//! gather-form solver ([`Fluid::par_step`]), keeps the owned results, and
+//! sends particles that left its subdomain to their new owners.
+//!
+//! # Why one exchange per step, and how thick the layer is
+//!
+//! A step of the seed's leapfrog scheme evaluates the forces twice. One
+//! evaluation's acceleration of particle `i` reads the density, pressure
+//! and normal of every neighbour within `h`; a normal reads the densities
+//! within `h` of its particle, and a density the positions within `h`: the
+//! acceleration depends on positions up to `3h` away and on velocities up
+//! to `h` away. The second evaluation runs at the half-step positions (each
+//! particle's own start position and velocity, moved at most `d` by the
+//! half step and its collision) and reads the half-step velocities of its
+//! neighbours, which carry the first evaluation's accelerations. The final
+//! state of a particle therefore depends on nothing farther than
+//! **`4h + 2d`** at the start of the step, with `d = v_max · dt` (`v_max`
+//! the fastest particle of all ranks, reduced each step; the half step
+//! moves a particle by `v·dt/2`, and a collision pushes it back out by at
+//! most as much). Each rank receives every particle within that distance
+//! of its subdomain ([`Decomposition::for_each_ghost`](spatium::decomp::Decomposition::for_each_ghost)), computes the step
+//! of owned and ghost particles alike, and keeps the owned ones: the ghosts
+//! near the layer's outer edge come out wrong, but nothing an owned
+//! particle depends on reaches that far.
+//!
+//! That costs redundant work on the ghosts (a layer of `4h + 2d` instead of
+//! `h`) in exchange for one message per neighbour and step instead of six
+//! (positions, densities, normals, half-step state, densities, normals):
+//! the figures in the README's cluster section say what it costs.
+//!
+//! # Bit for bit
+//!
+//! Every rank orders its owned and ghost particles by global id, and the
+//! gather-form step sums each particle's terms over its neighbours in the
+//! search's cell order and, within a cell, in storage order. A rank's local
+//! particles are a subset of the global ones in the same relative order,
+//! holding every neighbour that matters, so each owned particle's sums have
+//! the same terms in the same order as in one process stepping all
+//! particles by id with [`Fluid::par_step`] and the same search, its grid
+//! anchored at the same point ([`anchor`]: without an anchor, a hash
+//! centres its grid on the positions it holds, so a rank's cells would
+//! differ from the whole set's and the sums would be taken in another
+//! order, equal only to rounding): the state
+//! is **bit-identical** for every number of ranks. `mpi/tests/distributed.rs`
+//! checks that on 1, 2 and 4 ranks.
+
+use std::time::Instant;
+
+use bytemuck::Pod;
+use spatium::decomp::Periodic;
+use spatium::exec::Executor;
+use spatium::sph::boundary::ParCollider;
+use spatium::sph::source::Emitter;
+use spatium::sph::{Fluid, GatherSlot, ParticleState, SphParams, StageTimer};
+use spatium::{BoundingBox, Error, Point};
+use spatium_host::make::{VecCellSorted, cell_sorted};
+
+use crate::comm::{Ranks, Traffic};
+use crate::domain::{Balance, Subdomains, Words, from_words, migrate, words_of};
+use crate::error::DistError;
+
+/// Smoothing lengths of the ghost layer, besides the `2·v_max·dt` of
+/// motion (see [the module](self)).
+pub const HALO_SMOOTHING_LENGTHS: f32 = 4.0;
+
+/// The point every rank's search grid is anchored at: the domain's centre
+/// (see [`spatium::uniform::CellSortedHash::set_anchor`]). A single-process
+/// run that anchors its search there steps bit for bit as the ranks do.
+pub fn anchor<P: Point>(params: &SphParams<P>) -> P {
+    let d = params.domain;
+    P::from_fn(|k| 0.5 * d.min().coord(k) + 0.5 * d.max().coord(k))
+}
+
+/// One particle owned by a rank: its global id, position and solver state.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Particle<P> {
+    /// Global id: the order in which the particle was added, on any rank.
+    pub id: u32,
+    /// Position.
+    pub x: P,
+    /// Velocity and the rest of the solver's state.
+    pub state: ParticleState<P>,
+}
+
+impl<P: Point + Pod> Words for Particle<P>
+where
+    ParticleState<P>: Pod,
+{
+    fn words() -> usize {
+        1 + (size_of::<P>() + size_of::<ParticleState<P>>()) / 4
+    }
+    fn write(&self, out: &mut Vec<u32>) {
+        out.push(self.id);
+        out.extend_from_slice(words_of(&self.x));
+        out.extend_from_slice(words_of(&self.state));
+    }
+    fn read(w: &[u32]) -> Self {
+        let d = size_of::<P>() / 4;
+        Self {
+            id: w[0],
+            x: from_words(&w[1..1 + d]),
+            state: from_words(&w[1 + d..]),
+        }
+    }
+}
+
+/// What one distributed step did on this rank.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct StepReport {
+    /// Particles this rank owned during the step.
+    pub owned: usize,
+    /// Ghost particles it received.
+    pub ghosts: usize,
+    /// Width of the ghost layer.
+    pub halo: f32,
+    /// Bytes of ghost records this rank sent.
+    pub halo_bytes: u64,
+    /// Particles that left this rank after the step.
+    pub migrated: usize,
+    /// Communication of the whole step (ghosts, migration, reductions,
+    /// load check and any rebuild).
+    pub traffic: Traffic,
+    /// Wall seconds of the whole step on this rank.
+    pub seconds: f64,
+    /// Every rank's owned count after the step, by rank.
+    pub counts: Vec<u64>,
+    /// Whether the subdomains were rebuilt after this step.
+    pub rebalanced: bool,
+}
+
+/// An SPH fluid spread over the ranks of a communicator. Every method is
+/// collective (see [`crate::comm`]); the particles' global ids are the order
+/// in which they were added.
+///
+/// Memory per rank: the owned particles (`4 + 24d + 8` bytes each, `84` in
+/// 3D), and for the step a local fluid, search and gather workspace over the
+/// owned and ghost particles (about `80 + 20 + 64` bytes each in 3D, see
+/// [`Fluid`] and the cell-sorted hash), all in `Vec`s that grow to the
+/// largest step seen.
+pub struct DistFluid<P: Point> {
+    params: SphParams<P>,
+    sub: Subdomains<P>,
+    owned: Vec<Particle<P>>,
+    total: u32,
+    local: Fluid<P, Vec<P>, Vec<ParticleState<P>>>,
+    search: VecCellSorted<P>,
+    work: Vec<GatherSlot<P>>,
+}
+
+impl<P> DistFluid<P>
+where
+    P: Point + Pod,
+    ParticleState<P>: Pod,
+{
+    /// Collective: an empty fluid with `params` over `params.domain`,
+    /// cut into one subdomain per rank and rebalanced by `balance`.
+    ///
+    /// # Errors
+    /// The parameters' error ([`SphParams::kernels`]), on every rank.
+    pub fn new(
+        ranks: &mut Ranks,
+        params: SphParams<P>,
+        balance: Balance,
+    ) -> Result<Self, DistError> {
+        ranks.agree(params.kernels())?;
+        let sub = Subdomains::new(ranks, params.domain, balance)?;
+        Ok(Self {
+            params,
+            sub,
+            owned: Vec::new(),
+            total: 0,
+            local: Fluid::new(Vec::new(), Vec::new(), params),
+            search: cell_sorted(0, 1),
+            work: Vec::new(),
+        })
+    }
+
+    /// The parameters.
+    pub fn params(&self) -> &SphParams<P> {
+        &self.params
+    }
+
+    /// Particles this rank owns, by ascending global id.
+    pub fn owned(&self) -> &[Particle<P>] {
+        &self.owned
+    }
+
+    /// Particles on all ranks.
+    pub fn total(&self) -> u32 {
+        self.total
+    }
+
+    /// The subdomains.
+    pub fn subdomains(&self) -> &Subdomains<P> {
+        &self.sub
+    }
+
+    /// Adds `points` on this rank if it owns them, with ids from
+    /// [`total`](Self::total) on; every rank must pass the same points.
+    fn add_local(
+        &mut self,
+        me: u32,
+        points: impl Iterator<Item = P> + Clone,
+        v: P,
+    ) -> Result<usize, Error> {
+        let d = self.params.domain;
+        let mut count = 0usize;
+        for x in points.clone() {
+            if !x.is_finite() || !v.is_finite() {
+                return Err(Error::NonFinite);
+            }
+            for k in 0..P::DIM {
+                if x.coord(k) < d.min().coord(k) || x.coord(k) > d.max().coord(k) {
+                    return Err(Error::OutOfRange);
+                }
+            }
+            count += 1;
+        }
+        if u32::try_from(self.total as usize + count).is_err() {
+            return Err(Error::CapacityExceeded {
+                capacity: u32::MAX as usize,
+            });
+        }
+        let owners = self.sub.owners(&points.clone().collect::<Vec<_>>())?;
+        for (k, (x, o)) in points.zip(owners).enumerate() {
+            if o == me {
+                self.owned.push(Particle {
+                    id: self.total + k as u32,
+                    x,
+                    state: ParticleState {
+                        velocity: v,
+                        start_position: x,
+                        start_velocity: v,
+                        ..ParticleState::EMPTY
+                    },
+                });
+            }
+        }
+        self.total += count as u32;
+        Ok(count)
+    }
+
+    /// Collective: agrees on the outcome of an addition on this rank, undoing
+    /// it if any rank failed (a failed `add_local` added nothing here).
+    fn agree_added(
+        &mut self,
+        ranks: &mut Ranks,
+        local: Result<usize, Error>,
+    ) -> Result<usize, DistError> {
+        let before = match &local {
+            Ok(n) => (self.owned.len(), self.total - *n as u32),
+            Err(_) => (self.owned.len(), self.total),
+        };
+        let before = (
+            self.owned.iter().filter(|q| q.id < before.1).count(),
+            before.1,
+        );
+        self.agree_added_since(ranks, before, local)
+    }
+
+    /// Collective: as [`agree_added`](Self::agree_added), restoring the
+    /// owned count and total of `before` on failure.
+    fn agree_added_since(
+        &mut self,
+        ranks: &mut Ranks,
+        before: (usize, u32),
+        local: Result<usize, Error>,
+    ) -> Result<usize, DistError> {
+        let agreed = ranks.agree(local);
+        if agreed.is_err() {
+            self.owned.truncate(before.0);
+            self.total = before.1;
+        }
+        agreed
+    }
+
+    /// Collective: adds `points`, each with velocity `v`; every rank must
+    /// pass the same points (each keeps those in its subdomain). Returns
+    /// how many were added in all. Ids are given in the points' order from
+    /// [`total`](Self::total) on, as [`Fluid::extend`] gives them.
+    ///
+    /// # Errors
+    /// A point not finite or outside the domain, or more than `u32::MAX`
+    /// particles in all, on any rank: nothing is added on any rank.
+    pub fn extend(
+        &mut self,
+        ranks: &mut Ranks,
+        points: impl Iterator<Item = P> + Clone,
+        v: P,
+    ) -> Result<usize, DistError> {
+        let me = ranks.rank();
+        let result = self.add_local(me, points, v);
+        self.agree_added(ranks, result)
+    }
+
+    /// Collective: [`Fluid::fill_block`] on every rank, each keeping its own
+    /// particles (see [`extend`](Self::extend)).
+    ///
+    /// # Errors
+    /// As [`extend`](Self::extend); the lattice's errors.
+    pub fn fill_block(
+        &mut self,
+        ranks: &mut Ranks,
+        region: P::Aabb,
+        spacing: f32,
+        v: P,
+    ) -> Result<usize, DistError> {
+        let me = ranks.rank();
+        let result = spatium::sph::source::Lattice::new(region, spacing)
+            .and_then(|lattice| self.add_local(me, lattice.points(), v));
+        self.agree_added(ranks, result)
+    }
+
+    /// Collective: runs `pipe` for `dt` on every rank (each rank holds an
+    /// identical copy of it) and adds the layers it spawns as
+    /// [`Emitter::emit`] adds them to a [`Fluid`], each rank keeping its own
+    /// particles. Returns how many were added in all.
+    ///
+    /// # Errors
+    /// As [`Emitter::emit_with`] and [`extend`](Self::extend); the
+    /// particles added by the failed call are removed on every rank, but
+    /// the pipes of the ranks that did not fail have advanced.
+    pub fn emit(
+        &mut self,
+        ranks: &mut Ranks,
+        pipe: &mut Emitter<P>,
+        dt: f32,
+    ) -> Result<usize, DistError> {
+        let me = ranks.rank();
+        let before = (self.owned.len(), self.total);
+        let result = pipe.emit_with(dt, |pipe, centre, count| {
+            self.add_local(me, pipe.layer_points(centre).take(count), pipe.velocity())
+        });
+        self.agree_added_since(ranks, before, result)
+    }
+
+    /// Collective: one time step of every particle, as [`Fluid::par_step`]
+    /// with a cell-sorted hash would take it over all particles in id order
+    /// (bit for bit; see [the module](self)): ghosts in, the step on `exec`
+    /// with `solids` (each rank holds the same solids), owned results kept,
+    /// emigrants out, then the load check and, when due, a rebuild of the
+    /// subdomains and a second migration. `timer` clocks the local step's
+    /// stages.
+    ///
+    /// # Errors
+    /// Any rank's failure (the local step's errors: a diverged scene, a
+    /// solid's error; a message too large for MPI), on every rank. The
+    /// owned particles are then as before the step on every rank.
+    pub fn step<E, C, T>(
+        &mut self,
+        ranks: &mut Ranks,
+        exec: &E,
+        solids: &mut C,
+        timer: &mut T,
+    ) -> Result<StepReport, DistError>
+    where
+        E: Executor,
+        C: ParCollider<P>,
+        T: StageTimer,
+    {
+        let start = Instant::now();
+        let traffic0 = ranks.traffic();
+        let me = ranks.rank();
+        let p = self.params;
+
+        // The layer: 4h + 2·v_max·dt, with a little room for rounding.
+        let vmax = self
+            .owned
+            .iter()
+            .map(|q| q.state.velocity.dot(q.state.velocity).sqrt())
+            .fold(0.0f32, f32::max);
+        let vmax = ranks.max_f32(vmax);
+        let halo = (HALO_SMOOTHING_LENGTHS * p.h + 2.0 * vmax * p.dt) * (1.0 + 1e-4);
+
+        // Ghosts out, ghosts in.
+        let size = ranks.size() as usize;
+        let mut sends: Vec<Vec<u32>> = vec![Vec::new(); size];
+        let xs: Vec<P> = self.owned.iter().map(|q| q.x).collect();
+        let decomp = self.sub.decomposition();
+        let selected = (0..size as u32).filter(|&r| r != me).try_for_each(|r| {
+            let out = &mut sends[r as usize];
+            decomp.for_each_ghost(r, &xs, halo, Periodic::NONE, |id, _| {
+                let q = &self.owned[id as usize];
+                out.push(q.id);
+                out.extend_from_slice(words_of(&q.x));
+                out.extend_from_slice(words_of(&q.state.velocity));
+            })
+        });
+        ranks.agree(selected)?;
+        let halo_bytes: u64 = sends
+            .iter()
+            .enumerate()
+            .filter(|&(r, _)| r != me as usize)
+            .map(|(_, s)| 4 * s.len() as u64)
+            .sum();
+        let (words, _) = ranks.exchange(&sends)?;
+        let d = size_of::<P>() / 4;
+        let mut ghosts: Vec<(u32, P, P)> = words
+            .chunks_exact(1 + 2 * d)
+            .map(|w| (w[0], from_words(&w[1..1 + d]), from_words(&w[1 + d..])))
+            .collect();
+        ghosts.sort_unstable_by_key(|g| g.0);
+
+        // The local step over owned and ghost particles, by global id.
+        let local = self.step_local(exec, solids, timer, &ghosts);
+        let slots = ranks.agree(local)?;
+        let mut moved = self.owned.clone();
+        for (q, &k) in moved.iter_mut().zip(&slots) {
+            q.x = self.local.positions()[k];
+            q.state = self.local.state()[k];
+        }
+
+        // Emigrants out, immigrants in.
+        let xs: Vec<P> = moved.iter().map(|q| q.x).collect();
+        let owners = ranks.agree(self.sub.owners(&xs))?;
+        let (owned, mut migrated) = migrate(ranks, moved, &owners, |q| q.id)?;
+        self.owned = owned;
+
+        // The load check, and a rebuild when due.
+        let (mut counts, due) = self.sub.check(ranks, self.owned.len());
+        if due {
+            migrated += self.rebalance(ranks)?;
+            counts = ranks.gather_u64(self.owned.len() as u64);
+        }
+        let mut traffic = ranks.traffic();
+        traffic.bytes -= traffic0.bytes;
+        traffic.collectives -= traffic0.collectives;
+        traffic.seconds -= traffic0.seconds;
+        Ok(StepReport {
+            owned: slots.len(),
+            ghosts: ghosts.len(),
+            halo,
+            halo_bytes,
+            migrated,
+            traffic,
+            seconds: start.elapsed().as_secs_f64(),
+            counts,
+            rebalanced: due,
+        })
+    }
+
+    /// Steps the owned particles and `ghosts` (ascending id) as one local
+    /// fluid; returns the local index of each owned particle.
+    fn step_local<E, C, T>(
+        &mut self,
+        exec: &E,
+        solids: &mut C,
+        timer: &mut T,
+        ghosts: &[(u32, P, P)],
+    ) -> Result<Vec<usize>, Error>
+    where
+        E: Executor,
+        C: ParCollider<P>,
+        T: StageTimer,
+    {
+        let n = self.owned.len() + ghosts.len();
+        if self.local.capacity() < n {
+            let cap = n + n / 4 + 16;
+            self.local = Fluid::new(
+                vec![P::ZERO; cap],
+                vec![ParticleState::EMPTY; cap],
+                self.params,
+            );
+            self.search = cell_sorted(cap, (2 * cap).next_power_of_two());
+            self.search.set_anchor(Some(anchor(&self.params)))?;
+            self.work = vec![GatherSlot::EMPTY; cap];
+        }
+        self.local.clear();
+        let mut slots = Vec::with_capacity(self.owned.len());
+        let (mut a, mut b) = (0usize, 0usize);
+        while a < self.owned.len() || b < ghosts.len() {
+            let take_owned = match (self.owned.get(a), ghosts.get(b)) {
+                (Some(q), Some(g)) => q.id < g.0,
+                (Some(_), None) => true,
+                _ => false,
+            };
+            if take_owned {
+                let q = &self.owned[a];
+                slots.push(self.local.push(q.x, q.state.velocity)? as usize);
+                a += 1;
+            } else {
+                let g = &ghosts[b];
+                self.local.push(g.1, g.2)?;
+                b += 1;
+            }
+        }
+        self.local
+            .par_step(exec, &mut self.search, solids, timer, &mut self.work)?;
+        Ok(slots)
+    }
+
+    /// Collective: rebuilds the subdomains from every rank's particles
+    /// (balanced by count) and moves the particles to their new owners;
+    /// returns how many left this rank.
+    ///
+    /// # Errors
+    /// As [`Subdomains::rebuild`]; a message too large for MPI.
+    pub fn rebalance(&mut self, ranks: &mut Ranks) -> Result<usize, DistError> {
+        let xs: Vec<P> = self.owned.iter().map(|q| q.x).collect();
+        self.sub.rebuild(ranks, &xs)?;
+        let owners = ranks.agree(self.sub.owners(&xs))?;
+        let (owned, left) = migrate(ranks, core::mem::take(&mut self.owned), &owners, |q| q.id)?;
+        self.owned = owned;
+        Ok(left)
+    }
+
+    /// Collective: every rank's particles on every rank, by ascending id
+    /// (for frames, checks and output; `O(N)` bytes to every rank).
+    ///
+    /// # Errors
+    /// A message too large for MPI.
+    pub fn gather(&self, ranks: &mut Ranks) -> Result<Vec<Particle<P>>, DistError> {
+        let mut words = Vec::with_capacity(self.owned.len() * Particle::<P>::words());
+        for q in &self.owned {
+            q.write(&mut words);
+        }
+        let all = ranks.all_gather(&words)?;
+        let mut out: Vec<Particle<P>> = all
+            .chunks_exact(Particle::<P>::words())
+            .map(Particle::read)
+            .collect();
+        out.sort_unstable_by_key(|q| q.id);
+        Ok(out)
+    }
+}
