@@ -22,7 +22,7 @@ const PALE: [f32; 3] = [0.80, 0.89, 1.0];
 /// Colour of the highest density: strong blue.
 const STRONG: [f32; 3] = [0.02, 0.17, 0.60];
 
-/// Maps densities to colours: [`PALE`] at `lo` and below, [`STRONG`] at
+/// Maps densities to colours: pale blue at `lo` and below, strong blue at
 /// `hi` and above, linear between.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct DensityScale {

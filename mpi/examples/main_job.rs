@@ -13,7 +13,9 @@
 //! Flags: `--particles N` (10000), `--steps N` (960), `--spacing L`
 //! (1/64), `--dt S` (0.0025), `--spheres N` (200), `--seed N` (2009),
 //! `--images K` (8), `--threads T` workers per rank (1), `--out DIR`
-//! (`target/spatium-mpi`).
+//! (`target/spatium-mpi`), `--block W`: instead of the pipe, a block of
+//! fluid `[0, W] × [0, 0.4] × [0, 0.4]` released at rest (a dam break with a
+//! fixed particle count, for strong and weak scaling).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -38,6 +40,9 @@ struct Args {
     images: usize,
     threads: usize,
     out: PathBuf,
+    /// `Some(w)`: instead of the pipe, a block of fluid `[0, w] × [0, 0.4]²`
+    /// released at rest (a dam break; fixed particle count, for scaling).
+    block: Option<f32>,
 }
 
 fn parse() -> Result<Args, String> {
@@ -51,6 +56,7 @@ fn parse() -> Result<Args, String> {
         images: 8,
         threads: 1,
         out: PathBuf::from("target/spatium-mpi"),
+        block: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -66,6 +72,7 @@ fn parse() -> Result<Args, String> {
             "--images" => a.images = value.parse().map_err(|e| bad(&e))?,
             "--threads" => a.threads = value.parse().map_err(|e| bad(&e))?,
             "--out" => a.out = PathBuf::from(value),
+            "--block" => a.block = Some(value.parse().map_err(|e| bad(&e))?),
             _ => return Err(format!("unknown flag {flag}")),
         }
     }
@@ -120,14 +127,26 @@ fn run(ranks: &mut Ranks, a: &Args) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     let exec = HostExec::new(a.threads);
     let mut fluid = DistFluid::new(ranks, params, Balance::default()).map_err(|e| e.to_string())?;
+    if let Some(w) = a.block {
+        let block = spatium::Aabb3::new(Vec3::ZERO, Vec3::new(w, 0.4, 0.4))
+            .map_err(|e| format!("--block {w}: {e}"));
+        let block = ranks.agree(block).map_err(|e| e.to_string())?;
+        fluid
+            .fill_block(ranks, block, a.spacing, Vec3::ZERO)
+            .map_err(|e| e.to_string())?;
+        fluid.rebalance(ranks).map_err(|e| e.to_string())?;
+    }
     if root {
         std::fs::create_dir_all(&a.out).map_err(|e| format!("{}: {e}", a.out.display()))?;
         println!(
-            "spatium main job on {} ranks ({} thread{} each): up to {} particles, spacing {}, dt {}, {} spheres, {} steps",
+            "spatium main job on {} ranks ({} thread{} each): {}, spacing {}, dt {}, {} spheres, {} steps",
             ranks.size(),
             a.threads,
             if a.threads == 1 { "" } else { "s" },
-            a.particles,
+            match a.block {
+                Some(w) => format!("a block of {} particles (width {w})", fluid.total()),
+                None => format!("a pipe pouring up to {} particles", a.particles),
+            },
             a.spacing,
             a.dt,
             a.spheres,
@@ -147,9 +166,11 @@ fn run(ranks: &mut Ranks, a: &Args) -> Result<(), String> {
     let mut last = StepReport::default();
     for step in 1..=a.steps {
         let t = Instant::now();
-        fluid
-            .emit(ranks, &mut pipe, a.dt)
-            .map_err(|e| e.to_string())?;
+        if a.block.is_none() {
+            fluid
+                .emit(ranks, &mut pipe, a.dt)
+                .map_err(|e| e.to_string())?;
+        }
         let emitter = t.elapsed().as_secs_f64();
         let report = fluid
             .step(ranks, &exec, &mut solids, &mut timer)

@@ -134,6 +134,18 @@ impl Ranks {
         ))
     }
 
+    /// Collective: [`agree`](Self::agree) with this rank failing with `e`;
+    /// returns the agreed error (this rank's, or a lower failing rank's).
+    pub fn fail<E: core::fmt::Display>(&mut self, e: E) -> DistError {
+        let rank = self.rank;
+        let text = e.to_string();
+        match self.agree(Err::<(), _>(text.clone())) {
+            Err(agreed) => agreed,
+            // `agree` never returns `Ok` to a rank that failed.
+            Ok(()) => DistError::new(rank, text),
+        }
+    }
+
     /// Collective: the largest of every rank's `x`.
     pub fn max_f32(&mut self, x: f32) -> f32 {
         let mut out = 0.0f32;

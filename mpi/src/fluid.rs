@@ -1,34 +1,34 @@
 //! The distributed SPH step ([`DistFluid`]): each rank owns the particles
-//! in its subdomain, receives a ghost layer from its neighbours once per
-//! step, steps the owned particles and their ghosts with the core's
-//! gather-form solver ([`Fluid::par_step`]), keeps the owned results, and
-//! sends particles that left its subdomain to their new owners.
+//! in its subdomain, receives a ghost layer from its neighbours at the
+//! start of a step, steps the owned particles and their ghosts with the
+//! core's gather-form solver ([`Fluid::par_step_synced`]), refreshing the
+//! ghosts from their owners at each of the step's sync points, keeps the
+//! owned results, and sends particles that left its subdomain to their new
+//! owners.
 //!
-//! # Why one exchange per step, and how thick the layer is
+//! # The ghost layer and the sync points
 //!
-//! A step of the seed's leapfrog scheme evaluates the forces twice. One
-//! evaluation's acceleration of particle `i` reads the density, pressure
-//! and normal of every neighbour within `h`; a normal reads the densities
-//! within `h` of its particle, and a density the positions within `h`: the
-//! acceleration depends on positions up to `3h` away and on velocities up
-//! to `h` away. The second evaluation runs at the half-step positions (each
-//! particle's own start position and velocity, moved at most `d` by the
-//! half step and its collision) and reads the half-step velocities of its
-//! neighbours, which carry the first evaluation's accelerations. The final
-//! state of a particle therefore depends on nothing farther than
-//! **`4h + 2d`** at the start of the step, with `d = v_max · dt` (`v_max`
-//! the fastest particle of all ranks, reduced each step; the half step
-//! moves a particle by `v·dt/2`, and a collision pushes it back out by at
-//! most as much). Each rank receives every particle within that distance
-//! of its subdomain ([`Decomposition::for_each_ghost`](spatium::decomp::Decomposition::for_each_ghost)), computes the step
-//! of owned and ghost particles alike, and keeps the owned ones: the ghosts
-//! near the layer's outer edge come out wrong, but nothing an owned
-//! particle depends on reaches that far.
+//! Each force evaluation of the seed's solver is three passes: densities
+//! (from positions within `h`), normals (from the densities within `h`),
+//! forces (from the densities, pressures, normals and velocities within
+//! `h`). A ghost only needs the values its owner computes, at the moment
+//! they are final: the step stops at each [`SyncPoint`] (after the
+//! densities, after the normals, after leapfrog's half step) and every rank
+//! sends the owners' new values of the particles it sent as ghosts, in the
+//! same order, so no ids travel after the first exchange. The layer is
+//! therefore **`h + 2·v_max·dt`**: every particle within `h` of an owned
+//! particle at either evaluation (the half step, with its collision, moves
+//! a particle by at most `v_max·dt`, `v_max` the fastest particle of all
+//! ranks, one reduction per step). Per step and neighbour: one exchange of
+//! ghosts (id, position, velocity) and five of values (2 words, `d`, `2d`,
+//! 2, `d` per ghost in the order density, normals, half step, density,
+//! normals; the normals only with surface tension).
 //!
-//! That costs redundant work on the ghosts (a layer of `4h + 2d` instead of
-//! `h`) in exchange for one message per neighbour and step instead of six
-//! (positions, densities, normals, half-step state, densities, normals):
-//! the figures in the README's cluster section say what it costs.
+//! A first version exchanged once per step with a layer of `4h + 2·v_max·dt`
+//! (the whole reach of a leapfrog step) and computed the ghosts' passes
+//! redundantly; on a block of 17 576 particles split in two, each rank then
+//! received 5 200 ghosts for 8 800 owned, against 1 400–1 500 with the sync
+//! points (README, "When one machine is not enough").
 //!
 //! # Bit for bit
 //!
@@ -36,15 +36,23 @@
 //! gather-form step sums each particle's terms over its neighbours in the
 //! search's cell order and, within a cell, in storage order. A rank's local
 //! particles are a subset of the global ones in the same relative order,
-//! holding every neighbour that matters, so each owned particle's sums have
-//! the same terms in the same order as in one process stepping all
-//! particles by id with [`Fluid::par_step`] and the same search, its grid
-//! anchored at the same point ([`anchor`]: without an anchor, a hash
-//! centres its grid on the positions it holds, so a rank's cells would
-//! differ from the whole set's and the sums would be taken in another
-//! order, equal only to rounding): the state
-//! is **bit-identical** for every number of ranks. `mpi/tests/distributed.rs`
-//! checks that on 1, 2 and 4 ranks.
+//! holding every neighbour of every owned particle with its owner's
+//! values, so each owned particle's sums have the same terms in the same
+//! order as in one process stepping all particles by id with
+//! [`Fluid::par_step`] and the same search, its grid anchored at the same
+//! point ([`anchor`]: without an anchor, a hash centres its grid on the
+//! positions it holds, so a rank's cells would differ from the whole set's
+//! and the sums would be taken in another order, equal only to rounding):
+//! the state is **bit-identical** for every number of ranks.
+//! `mpi/tests/distributed.rs` checks that on 1, 2 and 4 ranks.
+//!
+//! # Failures
+//!
+//! Each sync point begins with an agreement ([`Ranks::agree`]), so a rank
+//! whose local step failed before a sync point fails that point for all
+//! (it calls the agreement the others wait in), and a failure after the
+//! last one is caught by the agreement after the step: every rank returns
+//! the failing rank's error with its particles as before the step.
 
 use std::time::Instant;
 
@@ -53,7 +61,7 @@ use spatium::decomp::Periodic;
 use spatium::exec::Executor;
 use spatium::sph::boundary::ParCollider;
 use spatium::sph::source::Emitter;
-use spatium::sph::{Fluid, GatherSlot, ParticleState, SphParams, StageTimer};
+use spatium::sph::{Fluid, GatherSlot, ParticleState, SphParams, StageTimer, StepSync, SyncPoint};
 use spatium::{BoundingBox, Error, Point};
 use spatium_host::make::{VecCellSorted, cell_sorted};
 
@@ -62,8 +70,9 @@ use crate::domain::{Balance, Subdomains, Words, from_words, migrate, words_of};
 use crate::error::DistError;
 
 /// Smoothing lengths of the ghost layer, besides the `2·v_max·dt` of
-/// motion (see [the module](self)).
-pub const HALO_SMOOTHING_LENGTHS: f32 = 4.0;
+/// motion (see [the module](self)): the ghosts are refreshed at every sync
+/// point, so one is enough.
+pub const HALO_SMOOTHING_LENGTHS: f32 = 1.0;
 
 /// The point every rank's search grid is anchored at: the domain's centre
 /// (see [`spatium::uniform::CellSortedHash::set_anchor`]). A single-process
@@ -103,6 +112,135 @@ where
             x: from_words(&w[1..1 + d]),
             state: from_words(&w[1 + d..]),
         }
+    }
+}
+
+/// A ghost as it arrives at the start of a step: global id, position and
+/// velocity (the rest of its state is computed by the step).
+#[derive(Clone, Copy, Debug)]
+struct GhostRecord<P> {
+    id: u32,
+    x: P,
+    v: P,
+}
+
+impl<P: Point + Pod> Words for GhostRecord<P> {
+    fn words() -> usize {
+        1 + 2 * size_of::<P>() / 4
+    }
+    fn write(&self, out: &mut Vec<u32>) {
+        out.push(self.id);
+        out.extend_from_slice(words_of(&self.x));
+        out.extend_from_slice(words_of(&self.v));
+    }
+    fn read(w: &[u32]) -> Self {
+        let d = size_of::<P>() / 4;
+        Self {
+            id: w[0],
+            x: from_words(&w[1..1 + d]),
+            v: from_words(&w[1 + d..]),
+        }
+    }
+}
+
+/// Payload bytes of `sends` that leave rank `me`.
+fn sent_bytes(sends: &[Vec<u32>], me: u32) -> u64 {
+    sends
+        .iter()
+        .enumerate()
+        .filter(|&(r, _)| r != me as usize)
+        .map(|(_, s)| 4 * s.len() as u64)
+        .sum()
+}
+
+/// The ghost refresh of one step: at each [`SyncPoint`] every rank sends
+/// the values that became final there (density and pressure, normal, or
+/// half-step position and velocity) of the owned particles it sent as
+/// ghosts, in the same order, and writes what it receives into its ghosts.
+struct GhostSync<'a> {
+    ranks: &'a mut Ranks,
+    /// Per destination rank, the local indices of the owned particles sent.
+    sends: Vec<Vec<u32>>,
+    /// Per ghost, in arrival order, its local index.
+    ghost_local: Vec<u32>,
+    /// Sync points entered.
+    done: usize,
+    /// A failure agreed by all ranks at a sync point.
+    failure: Option<DistError>,
+    /// Payload bytes sent to other ranks.
+    bytes: u64,
+}
+
+impl<P> StepSync<P> for GhostSync<'_>
+where
+    P: Point + Pod,
+    ParticleState<P>: Pod,
+{
+    fn sync(
+        &mut self,
+        point: SyncPoint,
+        x: &mut [P],
+        state: &mut [ParticleState<P>],
+    ) -> Result<(), Error> {
+        const REMOTE: Error = Error::InvalidConfig {
+            field: "another rank's step",
+        };
+        self.done += 1;
+        if let Err(e) = self.ranks.agree(Ok::<(), Error>(())) {
+            self.failure = Some(e);
+            return Err(REMOTE);
+        }
+        let d = size_of::<P>() / 4;
+        let words = match point {
+            SyncPoint::Density => 2,
+            SyncPoint::Normals => d,
+            SyncPoint::HalfStep => 2 * d,
+        };
+        let sends: Vec<Vec<u32>> = self
+            .sends
+            .iter()
+            .map(|list| {
+                let mut out = Vec::with_capacity(list.len() * words);
+                for &k in list {
+                    let (xk, s) = (&x[k as usize], &state[k as usize]);
+                    match point {
+                        SyncPoint::Density => {
+                            out.push(s.density.to_bits());
+                            out.push(s.pressure.to_bits());
+                        }
+                        SyncPoint::Normals => out.extend_from_slice(words_of(&s.normal)),
+                        SyncPoint::HalfStep => {
+                            out.extend_from_slice(words_of(xk));
+                            out.extend_from_slice(words_of(&s.velocity));
+                        }
+                    }
+                }
+                out
+            })
+            .collect();
+        self.bytes += sent_bytes(&sends, self.ranks.rank());
+        let received = match self.ranks.exchange(&sends) {
+            Ok((w, _)) => w,
+            Err(e) => {
+                self.failure = Some(e);
+                return Err(REMOTE);
+            }
+        };
+        for (w, &k) in received.chunks_exact(words).zip(&self.ghost_local) {
+            let k = k as usize;
+            match point {
+                SyncPoint::Density => {
+                    state[k].density = f32::from_bits(w[0]);
+                    state[k].pressure = f32::from_bits(w[1]);
+                }
+                SyncPoint::Normals => state[k].normal = from_words(w),
+                SyncPoint::HalfStep => {
+                    x[k] = from_words(&w[..d]);
+                    state[k].velocity = from_words(&w[d..]);
+                }
+            }
+        }
+        Ok(())
     }
 }
 
@@ -337,12 +475,13 @@ where
     }
 
     /// Collective: one time step of every particle, as [`Fluid::par_step`]
-    /// with a cell-sorted hash would take it over all particles in id order
-    /// (bit for bit; see [the module](self)): ghosts in, the step on `exec`
-    /// with `solids` (each rank holds the same solids), owned results kept,
-    /// emigrants out, then the load check and, when due, a rebuild of the
-    /// subdomains and a second migration. `timer` clocks the local step's
-    /// stages.
+    /// with a cell-sorted hash anchored at [`anchor`] would take it over all
+    /// particles in id order (bit for bit; see [the module](self)): ghosts
+    /// in, the step on `exec` with `solids` (each rank holds the same
+    /// solids), the ghosts refreshed from their owners at each
+    /// [`SyncPoint`], owned results kept, emigrants out, then the load check
+    /// and, when due, a rebuild of the subdomains and a second migration.
+    /// `timer` clocks the local step's stages.
     ///
     /// # Errors
     /// Any rank's failure (the local step's errors: a diverged scene, a
@@ -365,7 +504,7 @@ where
         let me = ranks.rank();
         let p = self.params;
 
-        // The layer: 4h + 2·v_max·dt, with a little room for rounding.
+        // The layer: h + 2·v_max·dt, with a little room for rounding.
         let vmax = self
             .owned
             .iter()
@@ -374,42 +513,76 @@ where
         let vmax = ranks.max_f32(vmax);
         let halo = (HALO_SMOOTHING_LENGTHS * p.h + 2.0 * vmax * p.dt) * (1.0 + 1e-4);
 
-        // Ghosts out, ghosts in.
+        // Ghosts out, ghosts in: which owned particles go to which rank.
         let size = ranks.size() as usize;
-        let mut sends: Vec<Vec<u32>> = vec![Vec::new(); size];
+        let mut lists: Vec<Vec<u32>> = vec![Vec::new(); size];
         let xs: Vec<P> = self.owned.iter().map(|q| q.x).collect();
         let decomp = self.sub.decomposition();
         let selected = (0..size as u32).filter(|&r| r != me).try_for_each(|r| {
-            let out = &mut sends[r as usize];
-            decomp.for_each_ghost(r, &xs, halo, Periodic::NONE, |id, _| {
-                let q = &self.owned[id as usize];
-                out.push(q.id);
-                out.extend_from_slice(words_of(&q.x));
-                out.extend_from_slice(words_of(&q.state.velocity));
-            })
+            let out = &mut lists[r as usize];
+            decomp.for_each_ghost(r, &xs, halo, Periodic::NONE, |id, _| out.push(id))
         });
         ranks.agree(selected)?;
-        let halo_bytes: u64 = sends
+        let sends: Vec<Vec<u32>> = lists
             .iter()
-            .enumerate()
-            .filter(|&(r, _)| r != me as usize)
-            .map(|(_, s)| 4 * s.len() as u64)
-            .sum();
-        let (words, _) = ranks.exchange(&sends)?;
-        let d = size_of::<P>() / 4;
-        let mut ghosts: Vec<(u32, P, P)> = words
-            .chunks_exact(1 + 2 * d)
-            .map(|w| (w[0], from_words(&w[1..1 + d]), from_words(&w[1 + d..])))
+            .map(|list| {
+                let mut out = Vec::with_capacity(list.len() * GhostRecord::<P>::words());
+                for &k in list {
+                    let q = &self.owned[k as usize];
+                    GhostRecord {
+                        id: q.id,
+                        x: q.x,
+                        v: q.state.velocity,
+                    }
+                    .write(&mut out);
+                }
+                out
+            })
             .collect();
-        ghosts.sort_unstable_by_key(|g| g.0);
+        let mut halo_bytes = sent_bytes(&sends, me);
+        let (words, _) = ranks.exchange(&sends)?;
+        let ghosts: Vec<GhostRecord<P>> = words
+            .chunks_exact(GhostRecord::<P>::words())
+            .map(GhostRecord::read)
+            .collect();
 
-        // The local step over owned and ghost particles, by global id.
-        let local = self.step_local(exec, solids, timer, &ghosts);
-        let slots = ranks.agree(local)?;
+        // The local step over owned and ghost particles, by global id, the
+        // ghosts refreshed at every sync point.
+        let (owned_local, ghost_local) = match self.merge(&ghosts) {
+            Ok(v) => v,
+            Err(e) => return Err(ranks.fail(e)),
+        };
+        let mut sync = GhostSync {
+            ranks,
+            sends: lists
+                .iter()
+                .map(|l| l.iter().map(|&k| owned_local[k as usize]).collect())
+                .collect(),
+            ghost_local,
+            done: 0,
+            failure: None,
+            bytes: 0,
+        };
+        let local = self.local.par_step_synced(
+            exec,
+            &mut self.search,
+            solids,
+            timer,
+            &mut self.work,
+            &mut sync,
+        );
+        let (done, failure, sync_bytes) = (sync.done, sync.failure.take(), sync.bytes);
+        halo_bytes += sync_bytes;
+        match (local, failure) {
+            (_, Some(agreed)) => return Err(agreed),
+            // The others wait at the next sync point: fail it for all.
+            (Err(e), None) if done < SyncPoint::per_step(&p) => return Err(ranks.fail(e)),
+            (local, None) => ranks.agree(local)?,
+        }
         let mut moved = self.owned.clone();
-        for (q, &k) in moved.iter_mut().zip(&slots) {
-            q.x = self.local.positions()[k];
-            q.state = self.local.state()[k];
+        for (q, &k) in moved.iter_mut().zip(&owned_local) {
+            q.x = self.local.positions()[k as usize];
+            q.state = self.local.state()[k as usize];
         }
 
         // Emigrants out, immigrants in.
@@ -429,7 +602,7 @@ where
         traffic.collectives -= traffic0.collectives;
         traffic.seconds -= traffic0.seconds;
         Ok(StepReport {
-            owned: slots.len(),
+            owned: owned_local.len(),
             ghosts: ghosts.len(),
             halo,
             halo_bytes,
@@ -441,20 +614,10 @@ where
         })
     }
 
-    /// Steps the owned particles and `ghosts` (ascending id) as one local
-    /// fluid; returns the local index of each owned particle.
-    fn step_local<E, C, T>(
-        &mut self,
-        exec: &E,
-        solids: &mut C,
-        timer: &mut T,
-        ghosts: &[(u32, P, P)],
-    ) -> Result<Vec<usize>, Error>
-    where
-        E: Executor,
-        C: ParCollider<P>,
-        T: StageTimer,
-    {
+    /// Fills the local fluid with the owned particles and `ghosts`, merged
+    /// by ascending global id; returns the local index of each owned
+    /// particle and of each ghost (in `ghosts`' order).
+    fn merge(&mut self, ghosts: &[GhostRecord<P>]) -> Result<(Vec<u32>, Vec<u32>), Error> {
         let n = self.owned.len() + ghosts.len();
         if self.local.capacity() < n {
             let cap = n + n / 4 + 16;
@@ -468,27 +631,26 @@ where
             self.work = vec![GatherSlot::EMPTY; cap];
         }
         self.local.clear();
-        let mut slots = Vec::with_capacity(self.owned.len());
+        let mut order: Vec<u32> = (0..ghosts.len() as u32).collect();
+        order.sort_unstable_by_key(|&g| ghosts[g as usize].id);
+        let mut owned_local = Vec::with_capacity(self.owned.len());
+        let mut ghost_local = vec![0u32; ghosts.len()];
         let (mut a, mut b) = (0usize, 0usize);
-        while a < self.owned.len() || b < ghosts.len() {
-            let take_owned = match (self.owned.get(a), ghosts.get(b)) {
-                (Some(q), Some(g)) => q.id < g.0,
-                (Some(_), None) => true,
-                _ => false,
-            };
-            if take_owned {
-                let q = &self.owned[a];
-                slots.push(self.local.push(q.x, q.state.velocity)? as usize);
-                a += 1;
-            } else {
-                let g = &ghosts[b];
-                self.local.push(g.1, g.2)?;
-                b += 1;
+        while a < self.owned.len() || b < order.len() {
+            let g = order.get(b).map(|&g| &ghosts[g as usize]);
+            match (self.owned.get(a), g) {
+                (Some(q), g) if g.is_none_or(|g| q.id < g.id) => {
+                    owned_local.push(self.local.push(q.x, q.state.velocity)?);
+                    a += 1;
+                }
+                (_, Some(g)) => {
+                    ghost_local[order[b] as usize] = self.local.push(g.x, g.v)?;
+                    b += 1;
+                }
+                _ => break,
             }
         }
-        self.local
-            .par_step(exec, &mut self.search, solids, timer, &mut self.work)?;
-        Ok(slots)
+        Ok((owned_local, ghost_local))
     }
 
     /// Collective: rebuilds the subdomains from every rank's particles

@@ -34,7 +34,7 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     };
     let mut ranks = Ranks::new(universe.world());
-    let checks: [(&str, Check); 4] = [
+    let checks: [(&str, Check); 5] = [
         ("3D dam break, bit for bit", dam_break_3d),
         ("2D dam break, bit for bit", dam_break_2d),
         (
@@ -42,6 +42,7 @@ fn main() -> ExitCode {
             main_job_scene,
         ),
         ("a bad input on one rank fails every rank", bad_input),
+        ("a step failing on one rank fails every rank", failing_step),
     ];
     let mut ok = true;
     for (name, check) in checks {
@@ -324,4 +325,99 @@ fn bad_input(ranks: &mut Ranks) -> Result<(), String> {
             e.rank
         )),
     }
+}
+
+/// A collider that fails on its `fail_at`-th call (each step calls it
+/// twice with leapfrog: after the half step and at the end) and does
+/// nothing otherwise.
+struct FailAt {
+    calls: usize,
+    fail_at: usize,
+}
+
+impl<P: Point> spatium::sph::boundary::Collider<P> for FailAt {
+    fn collide(
+        &mut self,
+        _: &mut P,
+        _: &mut P,
+        _: f32,
+        _: f32,
+        _: &P::Aabb,
+    ) -> Result<(), spatium::Error> {
+        Ok(())
+    }
+}
+
+impl<P: Point> spatium::sph::boundary::ParCollider<P> for FailAt {
+    fn par_collide<E: spatium::exec::Executor>(
+        &mut self,
+        exec: &E,
+        x: &mut [P],
+        state: &mut [ParticleState<P>],
+        radius: f32,
+        damping: f32,
+        walls: &P::Aabb,
+    ) -> Result<(), spatium::Error> {
+        self.calls += 1;
+        if self.calls == self.fail_at {
+            return Err(spatium::Error::NonFinite);
+        }
+        ().par_collide(exec, x, state, radius, damping, walls)
+    }
+}
+
+/// The last rank's solids fail once in the middle of a step (before the
+/// half-step sync point: the others wait there) and once at its end
+/// (after the last sync point: the others wait in the final agreement);
+/// every rank must get that rank's error, with its particles as before the
+/// step, and the next step must run.
+fn failing_step(ranks: &mut Ranks) -> Result<(), String> {
+    let err = |e: DistError| e.to_string();
+    let domain = Aabb3::new(Vec3::ZERO, Vec3::new(0.4, 0.4, 0.4)).map_err(|e| e.to_string())?;
+    let block = Aabb3::new(Vec3::ZERO, Vec3::new(0.2, 0.2, 0.2)).map_err(|e| e.to_string())?;
+    let params = SphParams::seed(domain, 0.02).map_err(|e| e.to_string())?;
+    let mut dist = DistFluid::new(ranks, params, Balance::default()).map_err(err)?;
+    dist.fill_block(ranks, block, 0.02, Vec3::ZERO)
+        .map_err(err)?;
+    dist.rebalance(ranks).map_err(err)?;
+    let last = ranks.size() - 1;
+    // Calls 1 and 2: step 1; call 3: mid step 2; calls 4 and 5: step 3 (5 fails).
+    for fail_at in [3, 5] {
+        let mut solids = FailAt {
+            calls: 0,
+            fail_at: if ranks.rank() == last { fail_at } else { 0 },
+        };
+        dist.step(ranks, &Serial, &mut solids, &mut ())
+            .map_err(err)?;
+        let before = dist.gather(ranks).map_err(err)?;
+        let failed = if fail_at == 3 {
+            dist.step(ranks, &Serial, &mut solids, &mut ())
+        } else {
+            solids.calls = 3;
+            dist.step(ranks, &Serial, &mut solids, &mut ())
+        };
+        match failed {
+            Ok(_) => {
+                return Err(format!(
+                    "a failing collider (call {fail_at}) on rank {last} went unnoticed"
+                ));
+            }
+            Err(e) if e.rank != last => {
+                return Err(format!(
+                    "the error names rank {} instead of {last}: {e}",
+                    e.rank
+                ));
+            }
+            Err(_) => {}
+        }
+        let after = dist.gather(ranks).map_err(err)?;
+        if after != before {
+            return Err(format!(
+                "call {fail_at}: the failed step changed the particles"
+            ));
+        }
+        dist.step(ranks, &Serial, &mut solids, &mut ())
+            .map_err(err)?;
+    }
+    Ok(())
 }

@@ -48,7 +48,7 @@ pub mod par;
 pub mod source;
 
 pub use layout::ParamBlock;
-pub use par::GatherSlot;
+pub use par::{GatherSlot, StepSync, SyncPoint};
 
 use crate::error::Error;
 use crate::geom::{BoundingBox, Point};

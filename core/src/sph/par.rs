@@ -94,6 +94,60 @@ pub const STEP_TASKS: usize = 64;
 /// (16 in 3D, 11 in 2D), in place on the calling thread otherwise.
 pub const STAGE_WORDS_PER_DIM: usize = 5;
 
+/// Where [`Fluid::par_step_synced`] stops for its [`StepSync`], and what
+/// is final for every particle at that point.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum SyncPoint {
+    /// Densities and pressures of the force evaluation are written (the
+    /// normals and forces passes read them next).
+    Density,
+    /// Normals are written (the forces pass reads them next); only with
+    /// surface tension on.
+    Normals,
+    /// Leapfrog's half step is taken and resolved against the walls and
+    /// solids: positions and velocities are the second evaluation's.
+    HalfStep,
+}
+
+impl SyncPoint {
+    /// How many times a step with `params` stops: per evaluation one
+    /// [`Density`](Self::Density) and, with surface tension, one
+    /// [`Normals`](Self::Normals); with leapfrog two evaluations and one
+    /// [`HalfStep`](Self::HalfStep).
+    pub fn per_step<P: Point>(params: &SphParams<P>) -> usize {
+        let per_eval = 1 + usize::from(params.surface_tension > 0.0);
+        match params.integrator {
+            Integrator::Leapfrog => 2 * per_eval + 1,
+            Integrator::Euler => per_eval,
+        }
+    }
+}
+
+/// Called by [`Fluid::par_step_synced`] at each [`SyncPoint`] with every
+/// particle's position and state, to change what it must (a distributed
+/// run overwrites its ghosts with their owners' values). `()` changes
+/// nothing.
+pub trait StepSync<P: Point> {
+    /// The step reached `point`.
+    ///
+    /// # Errors
+    /// Any: the step stops and returns it.
+    fn sync(
+        &mut self,
+        point: SyncPoint,
+        x: &mut [P],
+        state: &mut [ParticleState<P>],
+    ) -> Result<(), Error>;
+}
+
+impl<P: Point> StepSync<P> for () {
+    #[inline(always)]
+    fn sync(&mut self, _: SyncPoint, _: &mut [P], _: &mut [ParticleState<P>]) -> Result<(), Error> {
+        Ok(())
+    }
+}
+
 /// One particle's slot of [`Fluid::par_step`]'s workspace: the sum a
 /// gather pass accumulates for it.
 ///
@@ -293,7 +347,45 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
             order: None,
             lists: None,
         };
-        self.par_step_with(exec, search, solids, timer, scratch)
+        self.par_step_with(exec, search, solids, timer, scratch, &mut ())
+    }
+
+    /// [`par_step`](Self::par_step), stopping at each [`SyncPoint`] for
+    /// `sync` to overwrite particles' values: a distributed run refreshes
+    /// its ghost particles there with their owners' values (spatium-mpi's
+    /// `DistFluid`), so that a ghost layer of `h` plus the step's motion
+    /// suffices. Between the points everything is as in `par_step`; with a
+    /// `sync` that changes nothing the result is `par_step`'s, bit for bit.
+    /// The points, in order, for one step: per force evaluation
+    /// [`SyncPoint::Density`] and (with surface tension on)
+    /// [`SyncPoint::Normals`]; with leapfrog, [`SyncPoint::HalfStep`]
+    /// between the two evaluations — see [`SyncPoint::per_step`].
+    ///
+    /// # Errors
+    /// As [`par_step`](Self::par_step), and `sync`'s error (the step stops
+    /// there and the particles are restored to where it began).
+    pub fn par_step_synced<E, N, C, T, Y>(
+        &mut self,
+        exec: &E,
+        search: &mut N,
+        solids: &mut C,
+        timer: &mut T,
+        work: &mut [GatherSlot<P>],
+        sync: &mut Y,
+    ) -> Result<(), Error>
+    where
+        E: Executor,
+        N: NeighborSearch<P> + Sync,
+        C: ParCollider<P>,
+        T: StageTimer,
+        Y: StepSync<P>,
+    {
+        let scratch = Scratch {
+            work,
+            order: None,
+            lists: None,
+        };
+        self.par_step_with(exec, search, solids, timer, scratch, sync)
     }
 
     /// [`par_step`](Self::par_step), keeping the particles in `search`'s
@@ -353,7 +445,7 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
             order: Some(order.split_at_mut(n)),
             lists: None,
         };
-        self.par_step_with(exec, search, solids, timer, scratch)
+        self.par_step_with(exec, search, solids, timer, scratch, &mut ())
     }
 
     /// [`par_step_sorted`](Self::par_step_sorted) with each particle's
@@ -411,24 +503,26 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
             order: None,
             lists: Some((offsets, indices)),
         };
-        self.par_step_with(exec, search, solids, timer, scratch)
+        self.par_step_with(exec, search, solids, timer, scratch, &mut ())
     }
 
     /// The parallel step, renumbering into the search's order if `order`
     /// or `lists` is given, gathering from the lists if `lists` is.
-    fn par_step_with<E, N, C, T>(
+    fn par_step_with<E, N, C, T, Y>(
         &mut self,
         exec: &E,
         search: &mut N,
         solids: &mut C,
         timer: &mut T,
         scratch: Scratch<'_, P>,
+        sync: &mut Y,
     ) -> Result<(), Error>
     where
         E: Executor,
         N: NeighborSearch<P> + Sync,
         C: ParCollider<P>,
         T: StageTimer,
+        Y: StepSync<P>,
     {
         let kernels = self.params.kernels()?;
         let n = self.len;
@@ -452,7 +546,7 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
             });
         }
         let mut scratch = Scratch { work, order, lists };
-        match self.par_integrate(exec, &kernels, search, solids, timer, &mut scratch) {
+        match self.par_integrate(exec, &kernels, search, solids, timer, &mut scratch, sync) {
             Ok(()) => {
                 self.steps += 1;
                 Ok(())
@@ -468,7 +562,8 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
     }
 
     /// The step after the start state is saved: as `integrate`, on `exec`.
-    fn par_integrate<E, N, C, T>(
+    #[allow(clippy::too_many_arguments)]
+    fn par_integrate<E, N, C, T, Y>(
         &mut self,
         exec: &E,
         k: &Kernels,
@@ -476,15 +571,17 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
         solids: &mut C,
         timer: &mut T,
         scratch: &mut Scratch<'_, P>,
+        sync: &mut Y,
     ) -> Result<(), Error>
     where
         E: Executor,
         N: NeighborSearch<P> + Sync,
         C: ParCollider<P>,
         T: StageTimer,
+        Y: StepSync<P>,
     {
         let dt = self.params.dt;
-        self.par_evaluate(exec, k, search, timer, scratch)?;
+        self.par_evaluate(exec, k, search, timer, scratch, sync)?;
         match self.params.integrator {
             Integrator::Leapfrog => {
                 timer.begin(Stage::Integration);
@@ -494,7 +591,13 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
                 });
                 timer.end();
                 self.par_collide(exec, solids, timer)?;
-                self.par_evaluate(exec, k, search, timer, scratch)?;
+                let n = self.len;
+                sync.sync(
+                    SyncPoint::HalfStep,
+                    &mut self.positions.as_mut()[..n],
+                    &mut self.state.as_mut()[..n],
+                )?;
+                self.par_evaluate(exec, k, search, timer, scratch, sync)?;
                 timer.begin(Stage::Integration);
                 self.par_particles(exec, |xi, s| {
                     s.velocity = s.start_velocity + s.acceleration * dt;
@@ -767,18 +870,20 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
 
     /// One force evaluation in gather form: fills density, pressure,
     /// normals and acceleration.
-    fn par_evaluate<E, N, T>(
+    fn par_evaluate<E, N, T, Y>(
         &mut self,
         exec: &E,
         k: &Kernels,
         search: &mut N,
         timer: &mut T,
         scratch: &mut Scratch<'_, P>,
+        sync: &mut Y,
     ) -> Result<(), Error>
     where
         E: Executor,
         N: NeighborSearch<P> + Sync,
         T: StageTimer,
+        Y: StepSync<P>,
     {
         let n = self.len;
         let p: SphParams<P> = self.params;
@@ -893,6 +998,13 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
         };
         timer.end();
         first_error(&results[..used])?;
+        sync.sync(
+            SyncPoint::Density,
+            &mut self.positions.as_mut()[..n],
+            &mut self.state.as_mut()[..n],
+        )?;
+        let x = &self.positions.as_ref()[..n];
+        let st = &mut self.state.as_mut()[..n];
 
         if p.surface_tension > 0.0 {
             timer.begin(Stage::Normals);
@@ -928,6 +1040,15 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
             );
             timer.end();
         }
+        if p.surface_tension > 0.0 {
+            sync.sync(
+                SyncPoint::Normals,
+                &mut self.positions.as_mut()[..n],
+                &mut self.state.as_mut()[..n],
+            )?;
+        }
+        let x = &self.positions.as_ref()[..n];
+        let st = &mut self.state.as_mut()[..n];
 
         timer.begin(Stage::Forces);
         let sr = &*st;
@@ -1027,6 +1148,75 @@ mod tests {
             assert!(xa.distance_squared(*xb) < 1e-8, "{xa:?} {xb:?}");
         }
         assert_eq!(b.steps(), 20);
+    }
+
+    /// Counts the points it is called at, in order, and can fail at one.
+    struct Points {
+        seen: [Option<SyncPoint>; 8],
+        count: usize,
+        fail_at: usize,
+    }
+
+    impl StepSync<Vec3> for Points {
+        fn sync(
+            &mut self,
+            point: SyncPoint,
+            x: &mut [Vec3],
+            state: &mut [ParticleState<Vec3>],
+        ) -> Result<(), Error> {
+            assert_eq!(x.len(), state.len());
+            if let Some(s) = self.seen.get_mut(self.count) {
+                *s = Some(point);
+            }
+            self.count += 1;
+            if self.count == self.fail_at {
+                return Err(Error::NonFinite);
+            }
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn the_synced_step_stops_at_its_points_and_otherwise_is_par_step() {
+        let domain = Aabb3::new(Vec3::ZERO, Vec3::new(0.3, 0.3, 0.3)).unwrap();
+        let params = SphParams::seed(domain, 0.025).unwrap();
+        assert!(params.surface_tension > 0.0);
+        assert_eq!(SyncPoint::per_step(&params), 5);
+        let mut a = Fluid::new([Vec3::ZERO; 512], [ParticleState::EMPTY; 512], params);
+        let block = Aabb3::new(Vec3::ZERO, Vec3::new(0.2, 0.15, 0.2)).unwrap();
+        a.fill_block(block, 0.025, Vec3::ZERO).unwrap();
+        let mut b = a.clone();
+        let (mut ha, mut hb) = (hash(), hash());
+        let mut work = [GatherSlot::EMPTY; 512];
+        let mut points = Points {
+            seen: [None; 8],
+            count: 0,
+            fail_at: 0,
+        };
+        for _ in 0..5 {
+            a.par_step(&Serial, &mut ha, &mut (), &mut (), &mut work)
+                .unwrap();
+            points.count = 0;
+            b.par_step_synced(&Serial, &mut hb, &mut (), &mut (), &mut work, &mut points)
+                .unwrap();
+            assert_eq!(points.count, 5);
+        }
+        use SyncPoint::*;
+        let order = [Density, Normals, HalfStep, Density, Normals];
+        assert_eq!(&points.seen[..5], &order.map(Some));
+        assert_eq!(a.positions(), b.positions());
+        assert_eq!(a.state(), b.state());
+        // A sync that fails stops the step and restores the particles.
+        let before = b.clone();
+        points.count = 0;
+        points.fail_at = 3;
+        assert_eq!(
+            b.par_step_synced(&Serial, &mut hb, &mut (), &mut (), &mut work, &mut points),
+            Err(Error::NonFinite)
+        );
+        assert_eq!(points.count, 3);
+        assert_eq!(b.positions(), before.positions());
+        assert_eq!(b.steps(), before.steps());
     }
 
     #[test]
