@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
-# The project's one test command: formatting, lints, docs, tests, the no_std
-# cross builds, Miri over the core's one unsafe module, the on-target tests
-# on an emulated Cortex-M4 (scripts/firmware.sh), the WASM page in headless
-# Chromium (scripts/wasm.sh), the wgpu SPH crate on Mesa lavapipe
-# (scripts/gpu.sh), the 3D water-channel page on WebGPU in headless
-# Chromium (scripts/water.sh), the distributed crate on 1, 2 and 4 MPI
-# ranks (scripts/mpi.sh) and a time-boxed fuzz run. Run from anywhere;
-# it works from the repository root. On a fresh machine with only
-# rustup/cargo it installs what it needs (rustfmt, clippy, the cross
-# targets, nightly Miri, QEMU, the ARM binutils, Chromium + chromedriver
+# The project's one test command: formatting, lints, docs, the core on the
+# minimum supported Rust version (the workspace's rust-version: build and
+# unit tests), `cargo publish --dry-run -p spatium` (the crate as crates.io
+# would get it, built), tests, the no_std cross builds, Miri over the
+# core's one unsafe module, the on-target tests on an emulated Cortex-M4
+# (scripts/firmware.sh), the WASM page in headless Chromium
+# (scripts/wasm.sh), the wgpu SPH crate on Mesa lavapipe (scripts/gpu.sh),
+# the 3D water-channel page on WebGPU in headless Chromium
+# (scripts/water.sh), the distributed crate on 1, 2 and 4 MPI ranks
+# (scripts/mpi.sh) and a time-boxed fuzz run. Run from anywhere; it works
+# from the repository root. On a fresh machine with only rustup/cargo it
+# installs what it needs (rustfmt, clippy, the cross targets, the MSRV
+# toolchain, nightly Miri, QEMU, the ARM binutils, Chromium + chromedriver
 # Mesa's lavapipe Vulkan driver and Open MPI by apt, embedded-test-qemu-runner,
 # defmt-print, wasm-bindgen-cli, cargo-fuzz).
 #
@@ -68,6 +71,33 @@ cargo clippy --workspace --all-targets -- -D warnings
 
 stage "cargo doc (workspace, -D warnings)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
+
+# The minimum supported Rust version is the workspace's `rust-version`: the
+# core builds and passes its unit tests on exactly that toolchain
+# (installed if missing, minimal profile, about 10 s).
+msrv="$(awk -F'"' '/^rust-version *=/ { print $2; exit }' Cargo.toml)"
+stage "MSRV: spatium on Rust $msrv (the workspace's rust-version): build, unit tests"
+if [[ -z "$msrv" ]]; then
+    echo "no rust-version in Cargo.toml" >&2
+    exit 1
+fi
+rustup toolchain install "$msrv" --profile minimal
+cargo +"$msrv" build -p spatium
+cargo +"$msrv" test -p spatium --lib
+
+stage "cargo publish --dry-run -p spatium (the crate as published: README, licences, build)"
+# Packages the crate as crates.io would get it and builds that package.
+# Cargo refuses uncommitted changes to what it packages (core/ and the
+# root README and licences that core/'s symlinks point at): under CI that
+# fails the run; a local run with work in progress passes --allow-dirty
+# and says so.
+publish_flags=()
+packaged=(core README.md LICENSE-MIT LICENSE-APACHE)
+if ! in_ci && [[ -n "$(git status --porcelain -- "${packaged[@]}" 2>/dev/null)" ]]; then
+    echo "uncommitted changes in ${packaged[*]}: packaging them (--allow-dirty; CI would refuse)"
+    publish_flags+=(--allow-dirty)
+fi
+cargo publish --dry-run -p spatium "${publish_flags[@]}"
 
 stage "cargo test --workspace --profile ci (optimised, overflow checks on)"
 cargo test --workspace --profile ci

@@ -135,7 +135,10 @@ pub use uniform::{
     LinkedParticle, SortedParticle, TableSlot,
 };
 
-/// The README's examples, compiled and run as doctests.
+/// The README's examples, compiled and run as doctests. `core/README.md` is
+/// a symlink to the repository's README, which `cargo package` copies into
+/// the crate as a file, so the same path works in the repository and in the
+/// published crate.
 #[cfg(doctest)]
-#[doc = include_str!("../../README.md")]
+#[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
