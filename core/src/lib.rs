@@ -101,6 +101,7 @@ mod csr;
 pub mod decomp;
 pub mod error;
 pub mod exec;
+pub mod filter;
 pub mod geom;
 pub mod hhash;
 pub mod hhg;

@@ -593,4 +593,78 @@ pub trait BroadPhase<B: BoundingBox> {
         })?;
         self.for_each_overlap(|a, b| f(sink, a, b))
     }
+
+    // ----- Filtered forms (see [`crate::filter`]): the same detection,
+    // ----- with the pairs whose ids do not interact dropped before `f`.
+
+    /// [`for_each_overlap`](Self::for_each_overlap), calling `f(a, b)` only
+    /// for pairs whose [`Groups`](crate::filter::Groups) interact
+    /// (`groups[id]` for each id below [`capacity`](Self::capacity)).
+    ///
+    /// # Errors
+    /// [`Error::BufferTooSmall`] if `groups` is shorter than the capacity
+    /// (nothing is called); then as
+    /// [`for_each_overlap`](Self::for_each_overlap).
+    fn for_each_overlap_filtered<F: FnMut(u32, u32)>(
+        &mut self,
+        groups: &[crate::filter::Groups],
+        mut f: F,
+    ) -> Result<(), Error> {
+        crate::filter::check(groups, self.capacity())?;
+        self.for_each_overlap(|a, b| {
+            if crate::filter::pair(groups, a, b) {
+                f(a, b);
+            }
+        })
+    }
+
+    /// [`query`](Self::query) for a query with groups `with`, calling
+    /// `f(id)` only for stored ids whose groups interact with it.
+    ///
+    /// # Errors
+    /// [`Error::BufferTooSmall`] if `groups` is shorter than the capacity
+    /// (nothing is called); then as [`query`](Self::query).
+    fn query_filtered<F: FnMut(u32)>(
+        &mut self,
+        aabb: &B,
+        with: crate::filter::Groups,
+        groups: &[crate::filter::Groups],
+        mut f: F,
+    ) -> Result<(), Error> {
+        crate::filter::check(groups, self.capacity())?;
+        self.query(aabb, |id| {
+            if groups.get(id as usize).is_some_and(|g| g.interacts(with)) {
+                f(id);
+            }
+        })
+    }
+
+    /// [`par_for_each_overlap`](Self::par_for_each_overlap) with the pairs
+    /// whose groups do not interact dropped, as
+    /// [`for_each_overlap_filtered`](Self::for_each_overlap_filtered).
+    ///
+    /// # Errors
+    /// [`Error::BufferTooSmall`] if `groups` is shorter than the capacity
+    /// (checked first; nothing is called); then as
+    /// [`par_for_each_overlap`](Self::par_for_each_overlap).
+    fn par_for_each_overlap_filtered<E, K, F>(
+        &mut self,
+        exec: &E,
+        sinks: &mut [K],
+        groups: &[crate::filter::Groups],
+        f: F,
+    ) -> Result<(), Error>
+    where
+        E: Executor,
+        K: Send,
+        F: Fn(&mut K, u32, u32) + Sync,
+        Self: Send + Sync,
+    {
+        crate::filter::check(groups, self.capacity())?;
+        self.par_for_each_overlap(exec, sinks, |k, a, b| {
+            if crate::filter::pair(groups, a, b) {
+                f(k, a, b);
+            }
+        })
+    }
 }

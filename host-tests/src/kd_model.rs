@@ -458,6 +458,16 @@ impl<B: TestBox> KdModel<B> {
                     return Ok(r);
                 }
                 BroadOp::Overlaps => return self.pairs(bp, false),
+                BroadOp::Filtered(_) => {
+                    // The unfiltered detection first (it rebuilds what is
+                    // due, as the model tracks); then the filtered forms
+                    // on the rebuilt tree, judged by the shared model.
+                    let r = self.pairs(bp, false)?;
+                    if r.is_ok() {
+                        let _ = self.broad.apply(bp, bop)?;
+                    }
+                    return Ok(r);
+                }
                 BroadOp::Query(s) => {
                     let q = self.broad.resolve(s);
                     let want = box_error(&q).map_or_else(|| self.refresh_result(), Err);

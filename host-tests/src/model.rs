@@ -353,6 +353,28 @@ pub enum BroadOp<B> {
     Overlaps,
     /// `query(box)`, exact answer.
     Query(BoxSpec<B>),
+    /// The filtered forms with groups drawn from the seed
+    /// ([`seeded_groups`]): `for_each_overlap_filtered` against the model's
+    /// pairs that interact, every stored box as a `query_filtered`, and a
+    /// groups slice one short refused with [`Error::BufferTooSmall`].
+    Filtered(u64),
+}
+
+/// The groups of ids `0..n` drawn from `seed` (member: one of four groups;
+/// filter: any of the 16 subsets of them), and the groups of a query.
+pub fn seeded_groups(
+    seed: u64,
+    n: usize,
+) -> (Vec<spatium::filter::Groups>, spatium::filter::Groups) {
+    let mix = |i: u64| {
+        let mut z = seed ^ i.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    };
+    let groups = |h: u64| spatium::filter::Groups::new(1 << (h % 4), ((h >> 8) & 0xF) as u32);
+    let all = (0..n as u64).map(|i| groups(mix(i))).collect();
+    (all, groups(mix(u64::MAX)))
 }
 
 /// The oracle of a [`BroadPhase`]: one optional box per id below the
@@ -594,6 +616,10 @@ impl<B: TestBox> BroadModel<B> {
                 let q = self.resolve(s);
                 self.check_query(t, &q)?
             }
+            BroadOp::Filtered(seed) => {
+                self.check_filtered(t, *seed)?;
+                Ok(())
+            }
         })
     }
 
@@ -601,6 +627,69 @@ impl<B: TestBox> BroadModel<B> {
         for &(id, b) in list {
             self.slots[id as usize] = Some(b);
         }
+    }
+
+    /// The filtered forms with [`seeded_groups`] of `seed`: the pairs and
+    /// every stored box's hits that interact, exactly; a short groups slice
+    /// refused before anything is reported.
+    ///
+    /// # Errors
+    /// A message if an answer or an error is wrong.
+    pub fn check_filtered<T: BroadPhase<B>>(&self, t: &mut T, seed: u64) -> Result<(), String> {
+        let cap = t.capacity();
+        let (groups, with) = seeded_groups(seed, cap);
+        let mut raw = Vec::new();
+        match t.for_each_overlap_filtered(&groups, |a, b| raw.push((a, b))) {
+            Ok(()) => {
+                let want: Vec<(u32, u32)> = self
+                    .pairs()
+                    .into_iter()
+                    .filter(|&(a, b)| groups[a as usize].interacts(groups[b as usize]))
+                    .collect();
+                check_pairs(&raw, &want).map_err(|e| format!("filtered pairs: {e}"))?;
+            }
+            Err(e) => ensure!(
+                is_structure_specific(&e),
+                "for_each_overlap_filtered gave {e:?}"
+            ),
+        }
+        for q in self.slots.iter().flatten() {
+            let mut got = Vec::new();
+            match t.query_filtered(q, with, &groups, |id| got.push(id)) {
+                Ok(()) => {
+                    got.sort_unstable();
+                    let want: Vec<u32> = self
+                        .hits(q)
+                        .into_iter()
+                        .filter(|&id| groups[id as usize].interacts(with))
+                        .collect();
+                    ensure!(
+                        got == want,
+                        "query_filtered {q:?}: got {got:?}, want {want:?}"
+                    );
+                }
+                Err(e) => ensure!(is_structure_specific(&e), "query_filtered gave {e:?}"),
+            }
+        }
+        if cap > 0 {
+            let short = &groups[..cap - 1];
+            let mut called = false;
+            let r = t.for_each_overlap_filtered(short, |_, _| called = true);
+            let want = Err(Error::BufferTooSmall {
+                needed: cap,
+                available: cap - 1,
+            });
+            ensure!(
+                r == want && !called,
+                "a short groups slice gave {r:?} (called: {called})"
+            );
+            let r = t.query_filtered(&B::ZERO, with, short, |_| called = true);
+            ensure!(
+                r == want && !called,
+                "query_filtered with a short slice gave {r:?}"
+            );
+        }
+        Ok(())
     }
 
     /// Runs `query(q)` and judges it (see the module documentation for the
@@ -1311,6 +1400,7 @@ pub fn broad_op<B: TestBox>() -> impl Strategy<Value = BroadOp<B>> {
         1 => any::<u32>().prop_map(BroadOp::Get),
         1 => Just(BroadOp::Clear),
         1 => Just(BroadOp::Overlaps),
+        1 => any::<u64>().prop_map(BroadOp::Filtered),
         3 => box_spec().prop_map(BroadOp::Query),
     ]
 }
@@ -1463,6 +1553,7 @@ mod fuzzing {
                 18 => BroadOp::Get(u.arbitrary()?),
                 19 => BroadOp::Clear,
                 20 => BroadOp::Overlaps,
+                21 => BroadOp::Filtered(u.arbitrary()?),
                 _ => BroadOp::Query(u.arbitrary()?),
             })
         }
