@@ -105,7 +105,7 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
 }
 
 /// Reads a snapshot into a [`Fluid`]'s buffers: a
-/// [`DeserializeSeed`](serde::de::DeserializeSeed) (see
+/// [`DeserializeSeed`] (see
 /// [`Fluid::restore`], which documents the errors and the state left on
 /// error).
 pub struct Restore<'a, P: Point, X, S>(pub &'a mut Fluid<P, X, S>);
