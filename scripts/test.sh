@@ -72,17 +72,29 @@ cargo clippy --workspace --all-targets -- -D warnings
 stage "cargo doc (workspace, -D warnings)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
 
+# The optional interop features. spatium-host-tests enables them on its
+# spatium dependency, so the workspace stages (clippy, doc, test) already
+# build the core with them; these stages check the core alone with them
+# (its unit tests' target, its docs with the `interop` and `sph::snapshot`
+# modules).
+stage "cargo clippy -p spatium --all-targets --features glam,mint,serde (-D warnings)"
+cargo clippy -p spatium --all-targets --features glam,mint,serde -- -D warnings
+
+stage "cargo doc -p spatium --features glam,mint,serde (-D warnings)"
+RUSTDOCFLAGS="-D warnings" cargo doc -p spatium --no-deps --features glam,mint,serde
+
 # The minimum supported Rust version is the workspace's `rust-version`: the
 # core builds and passes its unit tests on exactly that toolchain
 # (installed if missing, minimal profile, about 10 s).
 msrv="$(awk -F'"' '/^rust-version *=/ { print $2; exit }' Cargo.toml)"
-stage "MSRV: spatium on Rust $msrv (the workspace's rust-version): build, unit tests"
+stage "MSRV: spatium on Rust $msrv (the workspace's rust-version): build (also with glam,mint,serde), unit tests"
 if [[ -z "$msrv" ]]; then
     echo "no rust-version in Cargo.toml" >&2
     exit 1
 fi
 rustup toolchain install "$msrv" --profile minimal
 cargo +"$msrv" build -p spatium
+cargo +"$msrv" build -p spatium --features glam,mint,serde
 cargo +"$msrv" test -p spatium --lib
 
 stage "cargo publish --dry-run -p spatium (the crate as published: README, licences, build)"
@@ -108,6 +120,9 @@ for target in thumbv7em-none-eabihf wasm32-unknown-unknown; do
     stage "no_std build: spatium for $target --features defmt"
     cargo build -p spatium --release --target "$target" --features defmt
 done
+
+stage "no_std build: spatium for thumbv7em-none-eabihf --features glam,mint,serde"
+cargo build -p spatium --release --target thumbv7em-none-eabihf --features glam,mint,serde
 
 stage "miri: the core's only unsafe (ParticleState Pod impls) and the small sort, 64- and 32-bit"
 # The nightly toolchain and Miri are installed if missing (about 1 min).

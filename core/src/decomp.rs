@@ -126,6 +126,7 @@ use crate::storage::Storage;
 /// `mid` is distinct, so the tree needs no child links.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Cut {
     /// The axis cut (`0..DIM`).
     pub axis: u32,
@@ -142,6 +143,7 @@ impl Cut {
 /// the dimension are ignored, so [`Periodic::ALL`] serves 2D and 3D).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Periodic(u8);
 
 impl Periodic {

@@ -8,6 +8,9 @@ use core::fmt;
 /// the structure exactly as it was: nothing half-inserted, nothing lost.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+// Serialize only: the `&'static str` fields cannot be deserialized without
+// allocating (or borrowing for `'static`).
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
 pub enum Error {
     /// A coordinate is NaN or infinite.
@@ -147,6 +150,7 @@ impl core::error::Error for Error {}
 /// consequence of bad input: bad input is refused with an [`Error`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Corruption {
     /// Which structure.
     pub structure: &'static str,

@@ -25,6 +25,7 @@ mod sealed {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Vec2 {
     /// x coordinate.
     pub x: f32,
@@ -36,6 +37,7 @@ pub struct Vec2 {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Vec3 {
     /// x coordinate.
     pub x: f32,
@@ -580,6 +582,8 @@ pub trait BoundingBox:
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(try_from = "serde_box::Aabb2Fields"))]
 pub struct Aabb2 {
     /// Lower corner.
     pub min: Vec2,
@@ -591,11 +595,45 @@ pub struct Aabb2 {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(try_from = "serde_box::Aabb3Fields"))]
 pub struct Aabb3 {
     /// Lower corner.
     pub min: Vec3,
     /// Upper corner.
     pub max: Vec3,
+}
+
+/// The unchecked form boxes deserialize through: a box deserializes only
+/// if it passes [`BoundingBox::check`].
+#[cfg(feature = "serde")]
+mod serde_box {
+    use super::{Aabb2, Aabb3, Error, Vec2, Vec3};
+
+    #[derive(serde::Deserialize)]
+    #[serde(rename = "Aabb2")]
+    pub struct Aabb2Fields {
+        min: Vec2,
+        max: Vec2,
+    }
+    #[derive(serde::Deserialize)]
+    #[serde(rename = "Aabb3")]
+    pub struct Aabb3Fields {
+        min: Vec3,
+        max: Vec3,
+    }
+    impl TryFrom<Aabb2Fields> for Aabb2 {
+        type Error = Error;
+        fn try_from(b: Aabb2Fields) -> Result<Self, Error> {
+            Self::new(b.min, b.max)
+        }
+    }
+    impl TryFrom<Aabb3Fields> for Aabb3 {
+        type Error = Error;
+        fn try_from(b: Aabb3Fields) -> Result<Self, Error> {
+            Self::new(b.min, b.max)
+        }
+    }
 }
 
 impl Aabb2 {

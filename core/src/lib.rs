@@ -107,6 +107,8 @@ pub mod hhash;
 pub mod hhg;
 pub mod ids;
 pub mod inspect;
+#[cfg(any(feature = "glam", feature = "mint"))]
+pub mod interop;
 pub mod kdtree;
 mod pair_cache;
 mod sort;

@@ -10,11 +10,54 @@ use super::{HHASH_RANGE_CELLS, MAX_LEVEL};
 /// Classes, base size and origin of a [`ClassHash`](super::ClassHash).
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(
+    feature = "serde",
+    serde(
+        try_from = "HashConfigFields<P>",
+        into = "HashConfigFields<P>",
+        bound(
+            serialize = "P: serde::Serialize",
+            deserialize = "P: serde::Deserialize<'de>"
+        )
+    )
+)]
 pub struct HashConfig<P: Point> {
     pub(super) base: f32,
     pub(super) inv_base: f32,
     pub(super) origin: P,
     pub(super) levels: u32,
+}
+
+/// [`HashConfig`]'s values (the inverse base size is derived): a
+/// configuration deserializes through [`HashConfig::new`] and
+/// [`HashConfig::with_origin`].
+#[cfg(feature = "serde")]
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(rename = "HashConfig")]
+struct HashConfigFields<P> {
+    base: f32,
+    levels: u32,
+    origin: P,
+}
+
+#[cfg(feature = "serde")]
+impl<P: Point> From<HashConfig<P>> for HashConfigFields<P> {
+    fn from(c: HashConfig<P>) -> Self {
+        Self {
+            base: c.base,
+            levels: c.levels,
+            origin: c.origin,
+        }
+    }
+}
+
+#[cfg(feature = "serde")]
+impl<P: Point> TryFrom<HashConfigFields<P>> for HashConfig<P> {
+    type Error = Error;
+    fn try_from(f: HashConfigFields<P>) -> Result<Self, Error> {
+        Self::new(f.base, f.levels)?.with_origin(f.origin)
+    }
 }
 
 impl<P: Point> HashConfig<P> {

@@ -13,6 +13,7 @@ use crate::traits::BroadPhase;
 /// [`HierarchicalHashGrid::update_all`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum UpdateStrategy {
     /// Rehash every box; move only those whose cell or grid changed
     /// (Algorithm 2 of the paper).
@@ -43,11 +44,52 @@ pub enum UpdateStrategy {
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(
+    feature = "serde",
+    serde(try_from = "HhgConfigFields", into = "HhgConfigFields")
+)]
 pub struct HhgConfig {
     pub(super) factor: f32,
     pub(super) density: f32,
     pub(super) initial_log2: u8,
     pub(super) small_n: u32,
+}
+
+/// [`HhgConfig`]'s values by their accessors' names: a configuration
+/// deserializes through its checked setters.
+#[cfg(feature = "serde")]
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(rename = "HhgConfig")]
+struct HhgConfigFields {
+    hierarchy_factor: f32,
+    density: f32,
+    initial_cells_log2: u8,
+    small_n_threshold: u32,
+}
+
+#[cfg(feature = "serde")]
+impl From<HhgConfig> for HhgConfigFields {
+    fn from(c: HhgConfig) -> Self {
+        Self {
+            hierarchy_factor: c.factor,
+            density: c.density,
+            initial_cells_log2: c.initial_log2,
+            small_n_threshold: c.small_n,
+        }
+    }
+}
+
+#[cfg(feature = "serde")]
+impl TryFrom<HhgConfigFields> for HhgConfig {
+    type Error = Error;
+    fn try_from(f: HhgConfigFields) -> Result<Self, Error> {
+        Ok(Self::DEFAULT
+            .with_hierarchy_factor(f.hierarchy_factor)?
+            .with_density(f.density)?
+            .with_initial_cells_log2(f.initial_cells_log2)?
+            .with_small_n_threshold(f.small_n_threshold))
+    }
 }
 
 impl Default for HhgConfig {

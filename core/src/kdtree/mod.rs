@@ -174,6 +174,7 @@ impl<K: LocCode> KdRecord<K> {
 /// Box splitting policy (§4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum Split {
     /// One record per box.
     None,
@@ -203,6 +204,7 @@ impl Split {
 /// How records are sorted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum SortAlgo {
     /// LSD radix sort, 8-bit digits of the rank, over the scratch buffer.
     Radix,
@@ -212,6 +214,18 @@ pub enum SortAlgo {
 
 /// Configuration of a [`LinearKdTree`].
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(
+    feature = "serde",
+    serde(
+        try_from = "KdConfigFields<B>",
+        into = "KdConfigFields<B>",
+        bound(
+            serialize = "B: BoundingBox + serde::Serialize",
+            deserialize = "B: BoundingBox + serde::Deserialize<'de>"
+        )
+    )
+)]
 pub struct KdConfig<B> {
     split: Split,
     octree: bool,
@@ -322,11 +336,86 @@ impl<B: BoundingBox> KdConfig<B> {
         self.split
     }
 
+    /// Whether cells are octree cells.
+    pub const fn octree(&self) -> bool {
+        self.octree
+    }
+
+    /// Bits per axis (0: chosen from the scene).
+    pub const fn bits_per_axis(&self) -> u8 {
+        self.bits
+    }
+
+    /// The fixed root cell, if any.
+    pub const fn root(&self) -> Option<B> {
+        self.root
+    }
+
+    /// The sort in use.
+    pub const fn sort(&self) -> SortAlgo {
+        self.sort
+    }
+
+    /// Whether temporal reuse is on.
+    pub const fn temporal_reuse(&self) -> bool {
+        self.reuse
+    }
+
+    /// Whether the packed box copies are on.
+    pub const fn box_copies(&self) -> bool {
+        self.copies
+    }
+
     fn min_gain(&self) -> Option<u32> {
         match self.split {
             Split::None => None,
             Split::Volume { min_gain_log2 } => Some(min_gain_log2 as u32),
         }
+    }
+}
+
+/// [`KdConfig`]'s fields by their setters' names: a configuration
+/// deserializes through its checked setters.
+#[cfg(feature = "serde")]
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(rename = "KdConfig")]
+struct KdConfigFields<B> {
+    split: Split,
+    octree: bool,
+    bits_per_axis: u8,
+    root: Option<B>,
+    sort: SortAlgo,
+    temporal_reuse: bool,
+    box_copies: bool,
+}
+
+#[cfg(feature = "serde")]
+impl<B: BoundingBox> From<KdConfig<B>> for KdConfigFields<B> {
+    fn from(c: KdConfig<B>) -> Self {
+        Self {
+            split: c.split,
+            octree: c.octree,
+            bits_per_axis: c.bits,
+            root: c.root,
+            sort: c.sort,
+            temporal_reuse: c.reuse,
+            box_copies: c.copies,
+        }
+    }
+}
+
+#[cfg(feature = "serde")]
+impl<B: BoundingBox> TryFrom<KdConfigFields<B>> for KdConfig<B> {
+    type Error = Error;
+    fn try_from(f: KdConfigFields<B>) -> Result<Self, Error> {
+        Ok(Self::DEFAULT
+            .with_split(f.split)?
+            .with_octree(f.octree)
+            .with_bits_per_axis(f.bits_per_axis)
+            .with_root(f.root)?
+            .with_sort(f.sort)
+            .with_temporal_reuse(f.temporal_reuse)
+            .with_box_copies(f.box_copies))
     }
 }
 

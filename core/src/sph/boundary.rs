@@ -20,6 +20,14 @@ use crate::traits::BroadPhase;
 /// collision radius.
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(
+    feature = "serde",
+    serde(bound(
+        serialize = "P: serde::Serialize, P::Aabb: serde::Serialize",
+        deserialize = "P: serde::Deserialize<'de>, P::Aabb: serde::Deserialize<'de>"
+    ))
+)]
 pub enum Shape<P: Point> {
     /// A ball.
     Sphere {
@@ -38,6 +46,14 @@ pub enum Shape<P: Point> {
 /// one). [`Obstacles::advance`] moves it each step.
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(
+    feature = "serde",
+    serde(bound(
+        serialize = "P: serde::Serialize, P::Aabb: serde::Serialize",
+        deserialize = "P: serde::Deserialize<'de>, P::Aabb: serde::Deserialize<'de>"
+    ))
+)]
 pub struct Obstacle<P: Point> {
     /// The shape at the current time.
     pub shape: Shape<P>,

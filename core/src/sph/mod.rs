@@ -45,6 +45,8 @@ pub mod boundary;
 pub mod kernel;
 mod layout;
 pub mod par;
+#[cfg(feature = "serde")]
+pub mod snapshot;
 pub mod source;
 
 pub use layout::ParamBlock;
@@ -61,6 +63,7 @@ use kernel::Kernels;
 /// Equation of state: pressure from density.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum EquationOfState {
     /// Tait (eq. 7): `p = k((ρ/ρ₀)⁷ − 1)`.
     Tait,
@@ -71,6 +74,7 @@ pub enum EquationOfState {
 /// Time integration scheme.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum Integrator {
     /// The seed's leapfrog variant (eq. 18–21, after Cossins 2010): forces at
     /// `(rᵢ, vᵢ)` give the half step `r_{i+½} = rᵢ + Δt/2·vᵢ`,
@@ -87,6 +91,14 @@ pub enum Integrator {
 /// are the two presets; every field is public for tuning.
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(
+    feature = "serde",
+    serde(bound(
+        serialize = "P: serde::Serialize, P::Aabb: serde::Serialize",
+        deserialize = "P: serde::Deserialize<'de>, P::Aabb: serde::Deserialize<'de>"
+    ))
+)]
 pub struct SphParams<P: Point> {
     /// Smoothing length `h`: kernel support and neighbour radius.
     pub h: f32,
@@ -343,6 +355,7 @@ impl<P: Point> SphParams<P> {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct ParticleState<P> {
     /// Velocity.
     pub velocity: P,
