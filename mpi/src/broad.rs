@@ -72,7 +72,9 @@ use spatium::decomp::Periodic;
 use spatium::{BoundingBox, BroadPhase, Error, Point};
 
 use crate::comm::{Ranks, Traffic};
-use crate::domain::{Balance, Subdomains, Words, from_words, migrate, words_of};
+use crate::domain::{
+    Balance, Subdomains, Words, from_words, gather_all, rebuild_and_migrate, settle, words_of,
+};
 use crate::error::DistError;
 
 /// Radii at or above this send every box to every rank: the `f32`
@@ -285,20 +287,13 @@ impl<B: BoundingBox> DistBoxes<B> {
             check_box(&q.aabb, &domain).map_err(|e| format!("box {}: {e}", q.id))
         });
         ranks.agree(checked)?;
-        let centres: Vec<B::Point> = moved.iter().map(|q| centre(&q.aabb)).collect();
-        let owners = ranks.agree(self.sub.owners(&centres))?;
-        let (owned, mut migrated) = migrate(ranks, moved, &owners, |q| q.id)?;
-        self.owned = owned;
-        let (mut counts, due) = self.sub.check(ranks, self.owned.len());
-        if due {
-            migrated += self.rebalance(ranks)?;
-            counts = ranks.gather_u64(self.owned.len() as u64);
-        }
+        let s = settle(ranks, &mut self.sub, moved, |q| centre(&q.aabb), |q| q.id)?;
+        self.owned = s.items;
         Ok(UpdateReport {
-            migrated,
-            counts,
-            rebalanced: due,
-            traffic: since(ranks.traffic(), traffic0),
+            migrated: s.migrated,
+            counts: s.counts,
+            rebalanced: s.rebalanced,
+            traffic: ranks.traffic().since(traffic0),
         })
     }
 
@@ -309,10 +304,9 @@ impl<B: BoundingBox> DistBoxes<B> {
     /// # Errors
     /// As [`Subdomains::rebuild`]; a message too large for MPI.
     pub fn rebalance(&mut self, ranks: &mut Ranks) -> Result<usize, DistError> {
-        let centres: Vec<B::Point> = self.owned.iter().map(|q| centre(&q.aabb)).collect();
-        self.sub.rebuild(ranks, &centres)?;
-        let owners = ranks.agree(self.sub.owners(&centres))?;
-        let (owned, left) = migrate(ranks, self.owned.clone(), &owners, |q| q.id)?;
+        let items = self.owned.clone();
+        let (owned, left) =
+            rebuild_and_migrate(ranks, &mut self.sub, items, |q| centre(&q.aabb), |q| q.id)?;
         self.owned = owned;
         Ok(left)
     }
@@ -323,17 +317,7 @@ impl<B: BoundingBox> DistBoxes<B> {
     /// # Errors
     /// A message too large for MPI.
     pub fn gather(&self, ranks: &mut Ranks) -> Result<Vec<OwnedBox<B>>, DistError> {
-        let mut words = Vec::with_capacity(self.owned.len() * OwnedBox::<B>::words());
-        for q in &self.owned {
-            q.write(&mut words);
-        }
-        let all = ranks.all_gather(&words)?;
-        let mut out: Vec<OwnedBox<B>> = all
-            .chunks_exact(OwnedBox::<B>::words())
-            .map(OwnedBox::read)
-            .collect();
-        out.sort_unstable_by_key(|q| q.id);
-        Ok(out)
+        gather_all(ranks, &self.owned, |q| q.id)
     }
 
     /// Collective: calls `f(a, b)` (global ids, `a < b`) for every
@@ -469,7 +453,7 @@ impl<B: BoundingBox> DistBoxes<B> {
             pairs: pairs.len(),
             radius: radius.unwrap_or(f32::INFINITY),
             ghost_bytes,
-            traffic: since(ranks.traffic(), traffic0),
+            traffic: ranks.traffic().since(traffic0),
         })
     }
 
@@ -539,14 +523,5 @@ impl<B: BoundingBox> DistBoxes<B> {
             ));
         }
         Ok(pairs)
-    }
-}
-
-/// `now − before`, field by field.
-fn since(now: Traffic, before: Traffic) -> Traffic {
-    Traffic {
-        bytes: now.bytes.saturating_sub(before.bytes),
-        collectives: now.collectives.saturating_sub(before.collectives),
-        seconds: now.seconds - before.seconds,
     }
 }

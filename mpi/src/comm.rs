@@ -36,6 +36,16 @@ pub struct Traffic {
 }
 
 impl Traffic {
+    /// What was counted between `before` and `self` (two readings of
+    /// [`Ranks::traffic`]).
+    pub fn since(self, before: Traffic) -> Traffic {
+        Traffic {
+            bytes: self.bytes.saturating_sub(before.bytes),
+            collectives: self.collectives.saturating_sub(before.collectives),
+            seconds: self.seconds - before.seconds,
+        }
+    }
+
     /// Adds `other` to `self`.
     pub fn add(&mut self, other: Traffic) {
         self.bytes += other.bytes;

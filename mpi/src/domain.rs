@@ -195,3 +195,75 @@ pub(crate) fn migrate<T: Words>(
     kept.sort_unstable_by_key(&id);
     Ok((kept, left))
 }
+
+/// Collective: every rank's `items`, on every rank, by ascending id.
+pub(crate) fn gather_all<T: Words>(
+    ranks: &mut Ranks,
+    items: &[T],
+    id: impl Fn(&T) -> u32,
+) -> Result<Vec<T>, DistError> {
+    let mut words = Vec::with_capacity(items.len() * T::words());
+    for q in items {
+        q.write(&mut words);
+    }
+    let all = ranks.all_gather(&words)?;
+    let mut out: Vec<T> = all.chunks_exact(T::words()).map(T::read).collect();
+    out.sort_unstable_by_key(id);
+    Ok(out)
+}
+
+/// Collective: rebuilds `sub` from every rank's `items` (at `position`)
+/// and moves each to its new owner; returns the items kept and received
+/// (ascending id) and how many left.
+pub(crate) fn rebuild_and_migrate<P: Point + Pod, T: Words>(
+    ranks: &mut Ranks,
+    sub: &mut Subdomains<P>,
+    items: Vec<T>,
+    position: impl Fn(&T) -> P,
+    id: impl Fn(&T) -> u32,
+) -> Result<(Vec<T>, usize), DistError> {
+    let xs: Vec<P> = items.iter().map(position).collect();
+    sub.rebuild(ranks, &xs)?;
+    let owners = ranks.agree(sub.owners(&xs))?;
+    migrate(ranks, items, &owners, id)
+}
+
+/// What [`settle`] did.
+pub(crate) struct Settled<T> {
+    /// The items this rank owns now, by ascending id.
+    pub items: Vec<T>,
+    /// How many left this rank (migration and any rebuild).
+    pub migrated: usize,
+    /// Every rank's count afterwards, by rank.
+    pub counts: Vec<u64>,
+    /// Whether the subdomains were rebuilt.
+    pub rebalanced: bool,
+}
+
+/// Collective: after the items moved, sends each to the owner of its new
+/// position, then runs the load check and, when due, rebuilds the
+/// subdomains and migrates again.
+pub(crate) fn settle<P: Point + Pod, T: Words>(
+    ranks: &mut Ranks,
+    sub: &mut Subdomains<P>,
+    items: Vec<T>,
+    position: impl Fn(&T) -> P + Copy,
+    id: impl Fn(&T) -> u32 + Copy,
+) -> Result<Settled<T>, DistError> {
+    let xs: Vec<P> = items.iter().map(position).collect();
+    let owners = ranks.agree(sub.owners(&xs))?;
+    let (mut items, mut migrated) = migrate(ranks, items, &owners, id)?;
+    let (mut counts, rebalanced) = sub.check(ranks, items.len());
+    if rebalanced {
+        let (again, left) = rebuild_and_migrate(ranks, sub, items, position, id)?;
+        items = again;
+        migrated += left;
+        counts = ranks.gather_u64(items.len() as u64);
+    }
+    Ok(Settled {
+        items,
+        migrated,
+        counts,
+        rebalanced,
+    })
+}

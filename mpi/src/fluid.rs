@@ -66,7 +66,9 @@ use spatium::{BoundingBox, Error, Point};
 use spatium_host::make::{VecCellSorted, cell_sorted};
 
 use crate::comm::{Ranks, Traffic};
-use crate::domain::{Balance, Subdomains, Words, from_words, migrate, words_of};
+use crate::domain::{
+    Balance, Subdomains, Words, from_words, gather_all, rebuild_and_migrate, settle, words_of,
+};
 use crate::error::DistError;
 
 /// Smoothing lengths of the ghost layer, besides the `2·v_max·dt` of
@@ -380,27 +382,9 @@ where
         Ok(count)
     }
 
-    /// Collective: agrees on the outcome of an addition on this rank, undoing
-    /// it if any rank failed (a failed `add_local` added nothing here).
+    /// Collective: agrees on the outcome of an addition on this rank,
+    /// restoring the owned count and total of `before` if any rank failed.
     fn agree_added(
-        &mut self,
-        ranks: &mut Ranks,
-        local: Result<usize, Error>,
-    ) -> Result<usize, DistError> {
-        let before = match &local {
-            Ok(n) => (self.owned.len(), self.total - *n as u32),
-            Err(_) => (self.owned.len(), self.total),
-        };
-        let before = (
-            self.owned.iter().filter(|q| q.id < before.1).count(),
-            before.1,
-        );
-        self.agree_added_since(ranks, before, local)
-    }
-
-    /// Collective: as [`agree_added`](Self::agree_added), restoring the
-    /// owned count and total of `before` on failure.
-    fn agree_added_since(
         &mut self,
         ranks: &mut Ranks,
         before: (usize, u32),
@@ -429,8 +413,9 @@ where
         v: P,
     ) -> Result<usize, DistError> {
         let me = ranks.rank();
+        let before = (self.owned.len(), self.total);
         let result = self.add_local(me, points, v);
-        self.agree_added(ranks, result)
+        self.agree_added(ranks, before, result)
     }
 
     /// Collective: [`Fluid::fill_block`] on every rank, each keeping its own
@@ -446,9 +431,10 @@ where
         v: P,
     ) -> Result<usize, DistError> {
         let me = ranks.rank();
+        let before = (self.owned.len(), self.total);
         let result = spatium::sph::source::Lattice::new(region, spacing)
             .and_then(|lattice| self.add_local(me, lattice.points(), v));
-        self.agree_added(ranks, result)
+        self.agree_added(ranks, before, result)
     }
 
     /// Collective: runs `pipe` for `dt` on every rank (each rank holds an
@@ -471,7 +457,7 @@ where
         let result = pipe.emit_with(dt, |pipe, centre, count| {
             self.add_local(me, pipe.layer_points(centre).take(count), pipe.velocity())
         });
-        self.agree_added_since(ranks, before, result)
+        self.agree_added(ranks, before, result)
     }
 
     /// Collective: one time step of every particle, as [`Fluid::par_step`]
@@ -585,32 +571,21 @@ where
             q.state = self.local.state()[k as usize];
         }
 
-        // Emigrants out, immigrants in.
-        let xs: Vec<P> = moved.iter().map(|q| q.x).collect();
-        let owners = ranks.agree(self.sub.owners(&xs))?;
-        let (owned, mut migrated) = migrate(ranks, moved, &owners, |q| q.id)?;
-        self.owned = owned;
-
-        // The load check, and a rebuild when due.
-        let (mut counts, due) = self.sub.check(ranks, self.owned.len());
-        if due {
-            migrated += self.rebalance(ranks)?;
-            counts = ranks.gather_u64(self.owned.len() as u64);
-        }
-        let mut traffic = ranks.traffic();
-        traffic.bytes -= traffic0.bytes;
-        traffic.collectives -= traffic0.collectives;
-        traffic.seconds -= traffic0.seconds;
+        // Emigrants out, immigrants in; the load check, and a rebuild when
+        // due.
+        let s = settle(ranks, &mut self.sub, moved, |q| q.x, |q| q.id)?;
+        self.owned = s.items;
+        let traffic = ranks.traffic().since(traffic0);
         Ok(StepReport {
             owned: owned_local.len(),
             ghosts: ghosts.len(),
             halo,
             halo_bytes,
-            migrated,
+            migrated: s.migrated,
             traffic,
             seconds: start.elapsed().as_secs_f64(),
-            counts,
-            rebalanced: due,
+            counts: s.counts,
+            rebalanced: s.rebalanced,
         })
     }
 
@@ -660,10 +635,8 @@ where
     /// # Errors
     /// As [`Subdomains::rebuild`]; a message too large for MPI.
     pub fn rebalance(&mut self, ranks: &mut Ranks) -> Result<usize, DistError> {
-        let xs: Vec<P> = self.owned.iter().map(|q| q.x).collect();
-        self.sub.rebuild(ranks, &xs)?;
-        let owners = ranks.agree(self.sub.owners(&xs))?;
-        let (owned, left) = migrate(ranks, core::mem::take(&mut self.owned), &owners, |q| q.id)?;
+        let items = core::mem::take(&mut self.owned);
+        let (owned, left) = rebuild_and_migrate(ranks, &mut self.sub, items, |q| q.x, |q| q.id)?;
         self.owned = owned;
         Ok(left)
     }
@@ -674,16 +647,6 @@ where
     /// # Errors
     /// A message too large for MPI.
     pub fn gather(&self, ranks: &mut Ranks) -> Result<Vec<Particle<P>>, DistError> {
-        let mut words = Vec::with_capacity(self.owned.len() * Particle::<P>::words());
-        for q in &self.owned {
-            q.write(&mut words);
-        }
-        let all = ranks.all_gather(&words)?;
-        let mut out: Vec<Particle<P>> = all
-            .chunks_exact(Particle::<P>::words())
-            .map(Particle::read)
-            .collect();
-        out.sort_unstable_by_key(|q| q.id);
-        Ok(out)
+        gather_all(ranks, &self.owned, |q| q.id)
     }
 }
