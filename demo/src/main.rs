@@ -60,13 +60,6 @@ fn main() -> ExitCode {
     }
 }
 
-/// The steps after which a frame is written: `images` of them, evenly
-/// spaced, the last after the final step.
-fn frame_steps(steps: usize, images: usize) -> Vec<usize> {
-    let k = images.min(steps);
-    (1..=k).map(|i| i * steps / k).collect()
-}
-
 /// The scene's solids: the spheres behind the chosen broad phase.
 type Solids = scene::Solids;
 
@@ -376,7 +369,7 @@ fn run(a: &Args, wall: Instant) -> Result<(), String> {
         }
     }
 
-    let frames = frame_steps(a.steps, a.images);
+    let frames = render::frame_steps(a.steps, a.images);
     let mut frame_paths: Vec<PathBuf> = Vec::with_capacity(frames.len());
     let mut timer = Timer::default();
     let mut log: Vec<StepTiming> = Vec::with_capacity(a.steps);
@@ -511,22 +504,6 @@ fn report(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn frames_are_spread_to_the_last_step() {
-        assert_eq!(frame_steps(480, 6), [80, 160, 240, 320, 400, 480]);
-        assert_eq!(frame_steps(10, 3), [3, 6, 10]);
-        assert_eq!(frame_steps(2, 5), [1, 2]);
-        assert!(frame_steps(100, 0).is_empty());
-        for steps in 1..40 {
-            for images in 1..50 {
-                let f = frame_steps(steps, images);
-                assert!(f.windows(2).all(|w| w[0] < w[1]), "{steps} {images}: {f:?}");
-                assert_eq!(f.last(), Some(&steps));
-                assert_eq!(f.len(), images.min(steps));
-            }
-        }
-    }
 
     #[test]
     fn a_tiny_run_writes_its_files() {

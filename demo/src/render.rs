@@ -166,6 +166,13 @@ impl Item {
     }
 }
 
+/// The steps after which a frame is written: `images` of them, evenly
+/// spaced, the last after the final step.
+pub fn frame_steps(steps: usize, images: usize) -> Vec<usize> {
+    let k = images.min(steps);
+    (1..=k).map(|i| i * steps / k).collect()
+}
+
 /// Renders the unit box `[0, 1]³` seen from `+z`.
 pub fn render(scene: &Scene<'_>) -> Image {
     let mut img = Image::new(SIZE, SIZE);
@@ -242,6 +249,22 @@ pub fn render(scene: &Scene<'_>) -> Image {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn frames_are_spread_to_the_last_step() {
+        assert_eq!(frame_steps(480, 6), [80, 160, 240, 320, 400, 480]);
+        assert_eq!(frame_steps(10, 3), [3, 6, 10]);
+        assert_eq!(frame_steps(2, 5), [1, 2]);
+        assert!(frame_steps(100, 0).is_empty());
+        for steps in 1..40 {
+            for images in 1..50 {
+                let f = frame_steps(steps, images);
+                assert!(f.windows(2).all(|w| w[0] < w[1]), "{steps} {images}: {f:?}");
+                assert_eq!(f.last(), Some(&steps));
+                assert_eq!(f.len(), images.min(steps));
+            }
+        }
+    }
 
     #[test]
     fn density_scale_is_clamped_and_monotone() {

@@ -157,8 +157,7 @@ fn run(ranks: &mut Ranks, a: &Args) -> Result<(), String> {
         lo: 0.4 * params.rest_density,
         hi: 1.2 * params.rest_density,
     };
-    let k = a.images.min(a.steps);
-    let frames: Vec<usize> = (1..=k).map(|i| i * a.steps / k.max(1)).collect();
+    let frames = render::frame_steps(a.steps, a.images);
     let mut timer = Timer::default();
     let mut log: Vec<StepTiming> = Vec::with_capacity(a.steps);
     // ghosts, halo bytes, comm seconds, step seconds, migrations, steps

@@ -71,7 +71,7 @@
 use spatium::decomp::Periodic;
 use spatium::{BoundingBox, BroadPhase, Error, Point};
 
-use crate::comm::{Ranks, Traffic};
+use crate::comm::{Ranks, Traffic, sent_bytes};
 use crate::domain::{
     Balance, Subdomains, Words, from_words, gather_all, rebuild_and_migrate, settle, words_of,
 };
@@ -427,13 +427,8 @@ impl<B: BoundingBox> DistBoxes<B> {
             }
         };
         ranks.agree(selected)?;
-        let ghost_bytes: u64 = sends
-            .iter()
-            .zip(0u32..)
-            .filter(|&(_, r)| r != me)
-            .map(|(s, _)| 4 * s.len() as u64)
-            .sum();
-        let (words, _) = ranks.exchange(&sends)?;
+        let ghost_bytes = sent_bytes(&sends, me);
+        let words = ranks.exchange(&sends)?;
         drop(sends);
         let ghosts: Vec<OwnedBox<B>> = words
             .chunks_exact(OwnedBox::<B>::words())

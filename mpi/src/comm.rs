@@ -185,17 +185,13 @@ impl Ranks {
 
     /// Collective: `sends[r]` goes to rank `r` (one entry per rank; this
     /// rank's own entry is delivered too). Returns what every rank sent to
-    /// this one, concatenated by source rank, and how many records came
-    /// from each source.
+    /// this one, concatenated by source rank.
     ///
     /// # Errors
     /// Every rank gets an error (and nothing is exchanged) if some rank
     /// passed the wrong number of lists or a list of more than `i32::MAX`
     /// bytes (MPI's count type).
-    pub fn exchange<T: Pod>(
-        &mut self,
-        sends: &[Vec<T>],
-    ) -> Result<(Vec<T>, Vec<usize>), DistError> {
+    pub fn exchange<T: Pod>(&mut self, sends: &[Vec<T>]) -> Result<Vec<T>, DistError> {
         let size = self.size as usize;
         let record = core::mem::size_of::<T>().max(1);
         let counts: Result<Vec<Count>, String> = if sends.len() != size {
@@ -241,9 +237,9 @@ impl Ranks {
                 PartitionMut::new(&mut recv_bytes[..], &recv_counts[..], &recv_displs[..]);
             c.all_to_all_varcount_into(&send, &mut recv);
         });
-        let records = bytemuck::allocation::pod_collect_to_vec(&recv_bytes[..total_in]);
-        let per_source = recv_counts.iter().map(|&n| n as usize / record).collect();
-        Ok((records, per_source))
+        Ok(bytemuck::allocation::pod_collect_to_vec(
+            &recv_bytes[..total_in],
+        ))
     }
 
     /// Collective: every rank's `mine`, concatenated by rank, on every
@@ -281,6 +277,17 @@ impl Ranks {
     pub fn barrier(&mut self) {
         self.timed(0, |c| c.barrier());
     }
+}
+
+/// Payload bytes of per-rank `sends` (as given to [`Ranks::exchange`])
+/// that leave rank `me`.
+pub(crate) fn sent_bytes<T>(sends: &[Vec<T>], me: u32) -> u64 {
+    sends
+        .iter()
+        .zip(0u32..)
+        .filter(|&(_, r)| r != me)
+        .map(|(s, _)| (s.len() * size_of::<T>()) as u64)
+        .sum()
 }
 
 /// Exclusive prefix sums of `counts` (checked above to fit `i32` in all).

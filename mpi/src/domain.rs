@@ -190,7 +190,7 @@ pub(crate) fn migrate<T: Words>(
             left += 1;
         }
     }
-    let (words, _) = ranks.exchange(&sends)?;
+    let words = ranks.exchange(&sends)?;
     kept.extend(words.chunks_exact(T::words()).map(T::read));
     kept.sort_unstable_by_key(&id);
     Ok((kept, left))

@@ -65,7 +65,7 @@ use spatium::sph::{Fluid, GatherSlot, ParticleState, SphParams, StageTimer, Step
 use spatium::{BoundingBox, Error, Point};
 use spatium_host::make::{VecCellSorted, cell_sorted};
 
-use crate::comm::{Ranks, Traffic};
+use crate::comm::{Ranks, Traffic, sent_bytes};
 use crate::domain::{
     Balance, Subdomains, Words, from_words, gather_all, rebuild_and_migrate, settle, words_of,
 };
@@ -145,16 +145,6 @@ impl<P: Point + Pod> Words for GhostRecord<P> {
     }
 }
 
-/// Payload bytes of `sends` that leave rank `me`.
-fn sent_bytes(sends: &[Vec<u32>], me: u32) -> u64 {
-    sends
-        .iter()
-        .enumerate()
-        .filter(|&(r, _)| r != me as usize)
-        .map(|(_, s)| 4 * s.len() as u64)
-        .sum()
-}
-
 /// The ghost refresh of one step: at each [`SyncPoint`] every rank sends
 /// the values that became final there (density and pressure, normal, or
 /// half-step position and velocity) of the owned particles it sent as
@@ -222,7 +212,7 @@ where
             .collect();
         self.bytes += sent_bytes(&sends, self.ranks.rank());
         let received = match self.ranks.exchange(&sends) {
-            Ok((w, _)) => w,
+            Ok(w) => w,
             Err(e) => {
                 self.failure = Some(e);
                 return Err(REMOTE);
@@ -342,29 +332,23 @@ where
     fn add_local(
         &mut self,
         me: u32,
-        points: impl Iterator<Item = P> + Clone,
+        points: impl Iterator<Item = P>,
         v: P,
     ) -> Result<usize, Error> {
-        let d = self.params.domain;
-        let mut count = 0usize;
-        for x in points.clone() {
-            if !x.is_finite() || !v.is_finite() {
-                return Err(Error::NonFinite);
-            }
-            for k in 0..P::DIM {
-                if x.coord(k) < d.min().coord(k) || x.coord(k) > d.max().coord(k) {
-                    return Err(Error::OutOfRange);
-                }
-            }
-            count += 1;
+        if !v.is_finite() {
+            return Err(Error::NonFinite);
         }
+        // The owners' walk checks each point (finite, inside the domain,
+        // which is the fluid's).
+        let xs: Vec<P> = points.collect();
+        let owners = self.sub.owners(&xs)?;
+        let count = xs.len();
         if u32::try_from(self.total as usize + count).is_err() {
             return Err(Error::CapacityExceeded {
                 capacity: u32::MAX as usize,
             });
         }
-        let owners = self.sub.owners(&points.clone().collect::<Vec<_>>())?;
-        for (k, (x, o)) in points.zip(owners).enumerate() {
+        for (k, (x, o)) in xs.into_iter().zip(owners).enumerate() {
             if o == me {
                 self.owned.push(Particle {
                     id: self.total + k as u32,
@@ -526,7 +510,7 @@ where
             })
             .collect();
         let mut halo_bytes = sent_bytes(&sends, me);
-        let (words, _) = ranks.exchange(&sends)?;
+        let words = ranks.exchange(&sends)?;
         let ghosts: Vec<GhostRecord<P>> = words
             .chunks_exact(GhostRecord::<P>::words())
             .map(GhostRecord::read)

@@ -271,6 +271,18 @@ fn main_job_scene(ranks: &mut Ranks) -> Result<(), String> {
     Ok(())
 }
 
+/// `Ok` if `result` is the error of rank `last` (which was given `what`).
+fn failed_on<T>(result: Result<T, DistError>, last: u32, what: &str) -> Result<(), String> {
+    match result {
+        Ok(_) => Err(format!("{what} on rank {last} went unnoticed")),
+        Err(e) if e.rank == last => Ok(()),
+        Err(e) => Err(format!(
+            "the error names rank {} instead of {last}: {e}",
+            e.rank
+        )),
+    }
+}
+
 /// The last rank passes a NaN point; every rank must get that rank's
 /// error, and no rank may keep any of the points.
 fn bad_input(ranks: &mut Ranks) -> Result<(), String> {
@@ -289,20 +301,11 @@ fn bad_input(ranks: &mut Ranks) -> Result<(), String> {
             }
         })
         .collect();
-    match dist.extend(ranks, points.into_iter(), Vec2::ZERO) {
-        Ok(n) => {
-            return Err(format!(
-                "a NaN point on rank {last} was accepted ({n} added)"
-            ));
-        }
-        Err(e) if e.rank != last => {
-            return Err(format!(
-                "the error names rank {} instead of {last}: {e}",
-                e.rank
-            ));
-        }
-        Err(_) => {}
-    }
+    failed_on(
+        dist.extend(ranks, points.into_iter(), Vec2::ZERO),
+        last,
+        "a NaN point",
+    )?;
     let all = dist.gather(ranks).map_err(|e| e.to_string())?;
     if dist.total() != 0 || !all.is_empty() || !dist.owned().is_empty() {
         return Err(format!(
@@ -317,14 +320,7 @@ fn bad_input(ranks: &mut Ranks) -> Result<(), String> {
     if bad {
         p.h = f32::NAN;
     }
-    match DistFluid::new(ranks, p, Balance::default()) {
-        Ok(_) => Err(format!("NaN h on rank {last} was accepted")),
-        Err(e) if e.rank == last => Ok(()),
-        Err(e) => Err(format!(
-            "the error names rank {} instead of {last}: {e}",
-            e.rank
-        )),
-    }
+    failed_on(DistFluid::new(ranks, p, Balance::default()), last, "NaN h")
 }
 
 /// A collider that fails on its `fail_at`-th call (each step calls it
@@ -390,26 +386,16 @@ fn failing_step(ranks: &mut Ranks) -> Result<(), String> {
         dist.step(ranks, &Serial, &mut solids, &mut ())
             .map_err(err)?;
         let before = dist.gather(ranks).map_err(err)?;
-        let failed = if fail_at == 3 {
-            dist.step(ranks, &Serial, &mut solids, &mut ())
-        } else {
+        if fail_at == 5 {
+            // As if a step had run: this step's calls are 4 and 5, so it
+            // fails at its end (after the last sync point).
             solids.calls = 3;
-            dist.step(ranks, &Serial, &mut solids, &mut ())
-        };
-        match failed {
-            Ok(_) => {
-                return Err(format!(
-                    "a failing collider (call {fail_at}) on rank {last} went unnoticed"
-                ));
-            }
-            Err(e) if e.rank != last => {
-                return Err(format!(
-                    "the error names rank {} instead of {last}: {e}",
-                    e.rank
-                ));
-            }
-            Err(_) => {}
         }
+        failed_on(
+            dist.step(ranks, &Serial, &mut solids, &mut ()),
+            last,
+            &format!("a failing collider (call {fail_at})"),
+        )?;
         let after = dist.gather(ranks).map_err(err)?;
         if after != before {
             return Err(format!(

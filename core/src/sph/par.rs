@@ -342,12 +342,7 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
         C: ParCollider<P>,
         T: StageTimer,
     {
-        let scratch = Scratch {
-            work,
-            order: None,
-            lists: None,
-        };
-        self.par_step_with(exec, search, solids, timer, scratch, &mut ())
+        self.par_step_synced(exec, search, solids, timer, work, &mut ())
     }
 
     /// [`par_step`](Self::par_step), stopping at each [`SyncPoint`] for
