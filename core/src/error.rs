@@ -91,6 +91,14 @@ pub enum Error {
         /// Elements given.
         got: usize,
     },
+    /// A periodic axis is too short for what is asked of it: a neighbour
+    /// search needs at least three cells per periodic axis (a period of
+    /// `3 · radius · CELL_MARGIN`), a periodic broad phase boxes shorter
+    /// than half the period.
+    PeriodTooShort {
+        /// The axis.
+        axis: u8,
+    },
 }
 
 impl fmt::Display for Error {
@@ -137,6 +145,12 @@ impl fmt::Display for Error {
             }
             Self::LengthMismatch { expected, got } => {
                 write!(f, "{got} elements given, {expected} stored")
+            }
+            Self::PeriodTooShort { axis } => {
+                write!(
+                    f,
+                    "the period along axis {axis} is too short for the radius or box"
+                )
             }
         }
     }

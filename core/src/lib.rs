@@ -111,6 +111,7 @@ pub mod inspect;
 pub mod interop;
 pub mod kdtree;
 mod pair_cache;
+pub mod periodic;
 mod sort;
 pub mod sph;
 pub mod storage;
@@ -129,6 +130,7 @@ pub use hhg::{HhgConfig, HhgRecord, HhgSlot, HhgStats, HierarchicalHashGrid, Upd
 pub use inspect::{BruteStats, Inspect, SearchStats};
 pub use kdtree::{KdBroadPhase, KdConfig, KdRecord, KdSlot, KdStats, LinearKdTree};
 pub use pair_cache::{NeighborPair, PairCache, PairCacheStats, VerletCache};
+pub use periodic::PeriodicBox;
 pub use sph::boundary::{Obstacle, Obstacles};
 pub use sph::{Fluid, FluidStats, ParticleState, SphParams};
 pub use storage::Storage;
