@@ -10,6 +10,7 @@ use core::marker::PhantomData;
 use crate::cell::check_radius;
 use crate::error::{Corruption, Error, Validate, ensure};
 use crate::geom::{BoundingBox, Point};
+use crate::periodic::PeriodicBox;
 use crate::storage::Storage;
 use crate::traits::{BroadPhase, NeighborSearch};
 
@@ -21,6 +22,7 @@ pub struct BruteForceNeighbors<P: Point, S: Storage<P>> {
     positions: S,
     len: usize,
     radius: f32,
+    domain: PeriodicBox<P>,
     _p: PhantomData<P>,
 }
 
@@ -49,8 +51,19 @@ impl<P: Point, S: Storage<P>> BruteForceNeighbors<P, S> {
             positions,
             len: 0,
             radius: 0.0,
+            domain: PeriodicBox::NONE,
             _p: PhantomData,
         }
+    }
+
+    /// Makes the search periodic in `domain` (the oracle of
+    /// [`crate::uniform::DenseGrid`]): builds store positions wrapped
+    /// ([`PeriodicBox::wrap`]), queries wrap their point, and every distance
+    /// is [`PeriodicBox::distance_squared`]. [`PeriodicBox::NONE`] restores
+    /// the plain search. Drops the stored particles.
+    pub fn set_periodic(&mut self, domain: PeriodicBox<P>) {
+        self.domain = domain;
+        self.len = 0;
     }
 
     /// Most particles a build accepts.
@@ -73,10 +86,16 @@ impl<P: Point, S: Storage<P>> NeighborSearch<P> for BruteForceNeighbors<P, S> {
         if positions.iter().any(|p| !p.is_finite()) {
             return Err(Error::NonFinite);
         }
-        self.positions.as_mut()[..positions.len()].copy_from_slice(positions);
+        for (dst, &p) in self.positions.as_mut().iter_mut().zip(positions) {
+            *dst = self.domain.wrap(p);
+        }
         self.len = positions.len();
         self.radius = radius;
         Ok(())
+    }
+
+    fn periodic(&self) -> PeriodicBox<P> {
+        self.domain
     }
 
     fn len(&self) -> usize {
@@ -96,7 +115,7 @@ impl<P: Point, S: Storage<P>> NeighborSearch<P> for BruteForceNeighbors<P, S> {
         let p = *pts.get(id as usize).ok_or(Error::UnknownId { id })?;
         let r2 = self.radius * self.radius;
         for (j, q) in pts.iter().enumerate() {
-            let d2 = p.distance_squared(*q);
+            let d2 = self.domain.distance_squared(p, *q);
             if j != id as usize && d2 < r2 {
                 f(j as u32, d2);
             }
@@ -109,8 +128,9 @@ impl<P: Point, S: Storage<P>> NeighborSearch<P> for BruteForceNeighbors<P, S> {
             return Err(Error::NonFinite);
         }
         let r2 = self.radius * self.radius;
+        let point = self.domain.wrap(point);
         for (j, q) in self.stored().iter().enumerate() {
-            let d2 = point.distance_squared(*q);
+            let d2 = self.domain.distance_squared(point, *q);
             if d2 < r2 {
                 f(j as u32, d2);
             }
@@ -123,7 +143,7 @@ impl<P: Point, S: Storage<P>> NeighborSearch<P> for BruteForceNeighbors<P, S> {
         let r2 = self.radius * self.radius;
         for (i, p) in pts.iter().enumerate() {
             for (j, q) in pts.iter().enumerate().skip(i + 1) {
-                let d2 = p.distance_squared(*q);
+                let d2 = self.domain.distance_squared(*p, *q);
                 if d2 < r2 {
                     f(i as u32, j as u32, d2);
                 }

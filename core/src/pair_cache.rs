@@ -161,6 +161,10 @@ impl<P: Point, N: NeighborSearch<P>, S: Storage<NeighborPair>> NeighborSearch<P>
         self.inner.position(id)
     }
 
+    fn periodic(&self) -> crate::periodic::PeriodicBox<P> {
+        self.inner.periodic()
+    }
+
     fn for_each_neighbor<F: FnMut(u32, f32)>(&self, id: u32, f: F) -> Result<(), Error> {
         self.inner.for_each_neighbor(id, f)
     }
@@ -518,12 +522,18 @@ where
     /// # Errors
     /// [`Error::InvalidRadius`] unless `radius` is finite and positive with
     /// a normal square; [`Error::CapacityExceeded`] for more particles than
-    /// the positions buffer holds; the inner build's errors. On error nothing
+    /// the positions buffer holds; [`Error::InvalidConfig`] (`"periodic"`)
+    /// over a periodic inner search (the skin test and the recorded
+    /// distances are not minimum-image); the inner build's errors. On error nothing
     /// changes, except when the fallback build at the true radius fails
     /// after the one at `radius + skin` succeeded: the cache is then empty.
     fn build(&mut self, positions: &[P], radius: f32) -> Result<(), Error> {
         if !(radius.is_finite() && radius > 0.0 && (radius * radius).is_normal()) {
             return Err(Error::InvalidRadius);
+        }
+        // Its skin test and its recorded distances are not minimum-image.
+        if self.inner.periodic().is_periodic() {
+            return Err(Error::InvalidConfig { field: "periodic" });
         }
         let n = positions.len();
         let capacity = self.positions.as_ref().len();

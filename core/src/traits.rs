@@ -31,6 +31,7 @@
 use crate::error::Error;
 use crate::exec::{Executor, Parts, exclusive_prefix_sum, task_count};
 use crate::geom::{BoundingBox, Point};
+use crate::periodic::PeriodicBox;
 
 /// Particles per task of the default parallel gathers.
 pub const GATHER_GRAIN: usize = 4096;
@@ -94,6 +95,16 @@ pub trait NeighborSearch<P: Point> {
 
     /// Position of particle `id` as stored.
     fn position(&self, id: u32) -> Option<P>;
+
+    /// The periodic domain of the last build: positions were wrapped into
+    /// it and distances are minimum-image distances
+    /// ([`PeriodicBox::distance_squared`]). Structures without periodic
+    /// support (this default) answer [`PeriodicBox::NONE`]; a periodic
+    /// search is [`crate::uniform::DenseGrid`] (and brute force, its
+    /// oracle).
+    fn periodic(&self) -> PeriodicBox<P> {
+        PeriodicBox::NONE
+    }
 
     /// Calls `f(j, d²)` for every particle `j != id` strictly within the
     /// radius of particle `id`.

@@ -1,10 +1,13 @@
 //! `Vec`-backed constructors: the runtime-sized form of every structure.
 
 use spatium::uniform::{
-    Bucket, BucketHash, BucketParticle, CellRecord, CellSortedHash, Head, LinkedHash,
-    LinkedParticle, SortedParticle, TableSlot,
+    Bucket, BucketHash, BucketParticle, CellRecord, CellSortedHash, DenseGrid, DenseParticle, Head,
+    LinkedHash, LinkedParticle, SortedParticle, TableSlot,
 };
-use spatium::{BoundingBox, BruteSlot, HhgConfig, HhgRecord, HhgSlot, HierarchicalHashGrid, Point};
+use spatium::{
+    BoundingBox, BruteSlot, Error, HhgConfig, HhgRecord, HhgSlot, HierarchicalHashGrid,
+    PeriodicBox, Point,
+};
 
 /// Cell-sorted hash over `Vec`s.
 pub type VecCellSorted<P> =
@@ -37,6 +40,27 @@ pub fn linked<P: Point>(capacity: usize, table: usize) -> VecLinked<P> {
         vec![Head::EMPTY; table],
         vec![LinkedParticle::EMPTY; capacity],
     )
+}
+
+/// Dense (periodic) grid over `Vec`s.
+pub type VecDense<P> = DenseGrid<P, Vec<DenseParticle<P>>, Vec<u32>>;
+
+/// A dense grid over `domain` for `capacity` particles, with cell starts
+/// for searches within `radius` (or any larger radius).
+///
+/// # Errors
+/// [`DenseGrid::cells_needed`]'s.
+pub fn dense<P: Point>(
+    domain: PeriodicBox<P>,
+    capacity: usize,
+    radius: f32,
+) -> Result<VecDense<P>, Error> {
+    let cells = VecDense::<P>::cells_needed(&domain, radius)?;
+    Ok(DenseGrid::new(
+        domain,
+        vec![DenseParticle::EMPTY; capacity],
+        vec![0; cells],
+    ))
 }
 
 /// Slots for a brute-force broad phase of `capacity` ids.
