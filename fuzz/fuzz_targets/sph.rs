@@ -63,6 +63,7 @@ struct RawParams {
     euler: bool,
     domain: ([f32; 3], [f32; 3]),
     particle_radius: f32,
+    periodic: u8,
 }
 
 #[derive(Arbitrary, Debug, Clone, Copy)]
@@ -211,6 +212,7 @@ fn run<P: Point>(ops: &[Op]) {
                     domain: P::Aabb::try_new(at(r.domain.0), at(r.domain.1))
                         .unwrap_or(P::Aabb::NAN),
                     particle_radius: r.particle_radius,
+                    periodic: r.periodic,
                 };
                 let old = *fluid.params();
                 if fluid.set_params(p).is_err() {

@@ -288,13 +288,21 @@ where
     /// cut into one subdomain per rank and rebalanced by `balance`.
     ///
     /// # Errors
-    /// The parameters' error ([`SphParams::kernels`]), on every rank.
+    /// The parameters' error ([`SphParams::kernels`]), on every rank;
+    /// `InvalidConfig` (`"periodic"`) for a periodic domain (the ghost
+    /// exchange does not send periodic images).
     pub fn new(
         ranks: &mut Ranks,
         params: SphParams<P>,
         balance: Balance,
     ) -> Result<Self, DistError> {
-        ranks.agree(params.kernels())?;
+        ranks.agree(params.kernels().and_then(|_| {
+            if params.periodic == 0 {
+                Ok(())
+            } else {
+                Err(spatium::Error::InvalidConfig { field: "periodic" })
+            }
+        }))?;
         let sub = Subdomains::new(ranks, params.domain, balance)?;
         Ok(Self {
             params,

@@ -54,6 +54,7 @@ pub use par::{GatherSlot, StepSync, SyncPoint};
 
 use crate::error::Error;
 use crate::geom::{BoundingBox, Point};
+use crate::periodic::PeriodicBox;
 use crate::storage::Storage;
 use crate::traits::NeighborSearch;
 
@@ -131,6 +132,15 @@ pub struct SphParams<P: Point> {
     pub domain: P::Aabb,
     /// Collision radius of a particle against obstacles.
     pub particle_radius: f32,
+    /// The axes along which `domain` is periodic, as a bit mask (bit `k`
+    /// for axis `k`; 0, no periodic axis, in every preset). Along them a
+    /// particle leaving through one face enters through the opposite one,
+    /// pairs across the faces interact at their minimum-image distance,
+    /// and there are no walls. The step's neighbour search must be built
+    /// periodic in [`periodic_box`](Self::periodic_box) (a
+    /// [`crate::uniform::DenseGrid`] over it).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub periodic: u8,
 }
 
 /// `P`'s `−y` axis times `g`.
@@ -180,6 +190,7 @@ impl<P: Point> SphParams<P> {
             integrator: Integrator::Leapfrog,
             domain,
             particle_radius: 0.5 * spacing,
+            periodic: 0,
         };
         p.kernels()?;
         Ok(p)
@@ -226,6 +237,7 @@ impl<P: Point> SphParams<P> {
             integrator: Integrator::Leapfrog,
             domain,
             particle_radius: 0.5 * spacing,
+            periodic: 0,
         };
         p.kernels()?;
         Ok(p)
@@ -321,7 +333,22 @@ impl<P: Point> SphParams<P> {
             return Err(Error::InvalidConfig { field: "gravity" });
         }
         self.domain.check()?;
+        self.periodic_box()?;
         Ok(k)
+    }
+
+    /// The domain as a [`PeriodicBox`], periodic along
+    /// [`periodic`](Self::periodic)'s axes ([`PeriodicBox::NONE`] without
+    /// any): the box a periodic step's neighbour search is built in.
+    ///
+    /// # Errors
+    /// [`PeriodicBox::new`]'s, for a periodic domain: a flat domain, or a
+    /// bit at or above the dimension.
+    pub fn periodic_box(&self) -> Result<PeriodicBox<P>, Error> {
+        if self.periodic == 0 {
+            return Ok(PeriodicBox::NONE);
+        }
+        PeriodicBox::new(self.domain.min(), self.domain.max(), self.periodic)
     }
 
     /// Pressure at density `rho`.
@@ -485,6 +512,8 @@ enum PairPass {
 /// What the pair passes read and write.
 struct PairTerms<'a, P: Point> {
     x: &'a [P],
+    /// The minimum image of a pair's offset (periodic domains).
+    period: PeriodicBox<P>,
     st: &'a mut [ParticleState<P>],
     k: &'a Kernels,
     p: &'a SphParams<P>,
@@ -511,20 +540,20 @@ impl<P: Point> PairTerms<'_, P> {
             PairPass::Normals if CHUNKED => {
                 // `acceleration`'s first coordinate holds `1/ρ` during
                 // this pass (see `evaluate`).
-                let g = k.poly6_gradient(x[i] - x[j], d2) * (p.h * m);
+                let g = k.poly6_gradient(self.period.offset(x[i], x[j]), d2) * (p.h * m);
                 let (inv_i, inv_j) = (st[i].acceleration.coord(0), st[j].acceleration.coord(0));
                 st[i].normal += g * inv_j;
                 st[j].normal -= g * inv_i;
             }
             PairPass::Normals => {
-                let g = k.poly6_gradient(x[i] - x[j], d2) * (p.h * m);
+                let g = k.poly6_gradient(self.period.offset(x[i], x[j]), d2) * (p.h * m);
                 let (ri, rj) = (st[i].density, st[j].density);
                 let inv = 1.0 / (ri * rj);
                 st[i].normal += g * (ri * inv);
                 st[j].normal -= g * (rj * inv);
             }
             PairPass::Forces => {
-                let a = pair_acceleration(k, p, x[i] - x[j], d2, &st[i], &st[j]);
+                let a = pair_acceleration(k, p, self.period.offset(x[i], x[j]), d2, &st[i], &st[j]);
                 st[i].acceleration += a;
                 st[j].acceleration -= a;
             }
@@ -689,7 +718,7 @@ impl<P: Point> PairTerms<'_, P> {
                 (x.get(a), x.get(b), st.get(a), st.get(b))
             {
                 let cf = [c.c[0][q], c.c[1][q], c.c[2][q]];
-                let acc = pair_assemble(gamma, cf, xa - xb, sa, sb);
+                let acc = pair_assemble(gamma, cf, self.period.offset(xa, xb), sa, sb);
                 st[a].acceleration += acc;
                 st[b].acceleration -= acc;
             }
@@ -1069,6 +1098,13 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
         let n = self.len;
         let p = &self.params;
         let x = &mut self.positions.as_mut()[..n];
+        // Through a periodic face first (the walls there then never act).
+        let period = p.periodic_box()?;
+        if period.is_periodic() {
+            for xi in x.iter_mut() {
+                *xi = period.wrap(*xi);
+            }
+        }
         let mut result = Ok(());
         for (xi, s) in x.iter_mut().zip(&mut self.state.as_mut()[..n]) {
             // Walls first, so a solid standing on a wall pushes along the
@@ -1107,8 +1143,13 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
                 got: search.len(),
             });
         }
+        let period = p.periodic_box()?;
+        if search.periodic() != period {
+            return Err(Error::InvalidConfig { field: "periodic" });
+        }
         let mut terms = PairTerms {
             x: &self.positions.as_ref()[..n],
+            period,
             st: &mut self.state.as_mut()[..n],
             k,
             p: &self.params,

@@ -666,6 +666,10 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
         C: ParCollider<P>,
         T: StageTimer,
     {
+        let period = self.params.periodic_box()?;
+        if period.is_periodic() {
+            self.par_particles(exec, |xi, _| *xi = period.wrap(*xi));
+        }
         timer.begin(Stage::Collisions);
         let n = self.len;
         let p = &self.params;
@@ -907,6 +911,10 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
         }
         timer.end();
         built?;
+        let period = p.periodic_box()?;
+        if search.periodic() != period {
+            return Err(Error::InvalidConfig { field: "periodic" });
+        }
         let work = &mut *scratch.work;
         let search = &*search;
         let x = &self.positions.as_ref()[..n];
@@ -1014,7 +1022,7 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
                     )
                 {
                     // Particle i's side of the pair form's normal term.
-                    let grad = k.poly6_gradient(xi - xj, d2) * (p.h * m);
+                    let grad = k.poly6_gradient(period.offset(xi, xj), d2) * (p.h * m);
                     let (ri, rj) = (si.density, sj.density);
                     let inv = 1.0 / (ri * rj);
                     g.sum += grad * (ri * inv);
@@ -1056,7 +1064,7 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
                     sr.get(j as usize),
                 )
             {
-                g.sum += pair_acceleration(k, &p, xi - xj, d2, si, sj);
+                g.sum += pair_acceleration(k, &p, period.offset(xi, xj), d2, si, sj);
             }
         })?;
         exec.run(

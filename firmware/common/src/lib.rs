@@ -226,6 +226,7 @@ pub const fn seed_params(domain: Aabb3, spacing: f32, mass: f32) -> SphParams<Ve
         integrator: Integrator::Leapfrog,
         domain,
         particle_radius: 0.5 * spacing,
+        periodic: 0,
     }
 }
 

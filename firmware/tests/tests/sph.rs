@@ -394,6 +394,7 @@ mod tests {
                 integrator: Integrator::Euler,
                 domain: D2,
                 particle_radius: 0.0125,
+                periodic: 0,
             },
         ));
         static H2S: ConstStaticCell<H2> = ConstStaticCell::new(H2::new(
