@@ -1,8 +1,8 @@
 //! `Vec`-backed constructors: the runtime-sized form of every structure.
 
 use spatium::uniform::{
-    Bucket, BucketHash, BucketParticle, CellRecord, CellSortedHash, DenseGrid, DenseParticle, Head,
-    LinkedHash, LinkedParticle, SortedParticle, TableSlot,
+    Bucket, BucketHash, BucketParticle, CellRecord, CellSortedHash, DenseGrid, Head, LinkedHash,
+    LinkedParticle, SortedParticle, TableSlot,
 };
 use spatium::{
     BoundingBox, BruteSlot, Error, HhgConfig, HhgRecord, HhgSlot, HierarchicalHashGrid,
@@ -43,7 +43,7 @@ pub fn linked<P: Point>(capacity: usize, table: usize) -> VecLinked<P> {
 }
 
 /// Dense (periodic) grid over `Vec`s.
-pub type VecDense<P> = DenseGrid<P, Vec<DenseParticle<P>>, Vec<u32>>;
+pub type VecDense<P> = DenseGrid<P, Vec<SortedParticle<P>>, Vec<u32>, Vec<u32>>;
 
 /// A dense grid over `domain` for `capacity` particles, with cell starts
 /// for searches within `radius` (or any larger radius).
@@ -58,7 +58,8 @@ pub fn dense<P: Point>(
     let cells = VecDense::<P>::cells_needed(&domain, radius)?;
     Ok(DenseGrid::new(
         domain,
-        vec![DenseParticle::EMPTY; capacity],
+        vec![SortedParticle::EMPTY; capacity],
+        vec![0; capacity],
         vec![0; cells],
     ))
 }

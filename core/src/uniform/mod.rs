@@ -31,15 +31,13 @@
 //! every pair with `d² < r²` in adjacent cells.
 
 mod bucketed;
-mod dense;
 mod grid;
 mod linked;
 mod sorted;
 
 pub use bucketed::{Bucket, BucketHash, BucketParticle};
-pub use dense::{DenseGrid, DenseParticle};
 pub use linked::{Head, LinkedHash, LinkedParticle};
-pub use sorted::{CellRecord, CellSortedHash, SortedParticle, TableSlot};
+pub use sorted::{CellRecord, CellSortedHash, DenseGrid, SortedParticle, TableSlot};
 
 pub use crate::cell::{CELL_MARGIN, UNIFORM_RANGE_CELLS};
 pub use grid::Grid;

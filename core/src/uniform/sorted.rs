@@ -13,8 +13,11 @@ use crate::storage::Storage;
 use crate::table::{NONE, advance_stamp};
 use crate::traits::NeighborSearch;
 
+mod dense;
 mod par;
 mod planes;
+
+pub use dense::DenseGrid;
 
 use planes::{BIT_COUNT, CHUNK, LANE_LISTS, LANES, LOCAL, Local, Planes, PlanesMut, hit_mask};
 

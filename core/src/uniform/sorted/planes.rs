@@ -309,6 +309,81 @@ impl<'a, P: Point> Planes<'a, P> {
         }
     }
 
+    /// As [`distances_into`](Self::distances_into) for the image of the
+    /// particles shifted by `s`: each component is `(p - q) - s`, the
+    /// minimum-image difference of [`crate::PeriodicBox::offset`] when `s`
+    /// is the shift of a range reached through a periodic face.
+    #[inline(always)]
+    fn shifted_distances_into(&self, p: P, s: P, k: usize, out: &mut [f32]) -> bool {
+        let m = out.len();
+        let (Some(xs), Some(ys)) = (self.axes[0].get(k..k + m), self.axes[1].get(k..k + m)) else {
+            return false;
+        };
+        let (px, py, sx, sy) = (p.coord(0), p.coord(1), s.coord(0), s.coord(1));
+        let xy = out
+            .chunks_exact_mut(LANES)
+            .zip(xs.chunks_exact(LANES).zip(ys.chunks_exact(LANES)));
+        if P::DIM > 2 {
+            let Some(zs) = self.axes[2].get(k..k + m) else {
+                return false;
+            };
+            let (pz, sz) = (p.coord(2), s.coord(2));
+            for ((d, (x, y)), z) in xy.zip(zs.chunks_exact(LANES)) {
+                for l in 0..LANES {
+                    let (dx, dy, dz) = ((px - x[l]) - sx, (py - y[l]) - sy, (pz - z[l]) - sz);
+                    d[l] = dx * dx + dy * dy + dz * dz;
+                }
+            }
+        } else {
+            for (d, (x, y)) in xy {
+                for l in 0..LANES {
+                    let (dx, dy) = ((px - x[l]) - sx, (py - y[l]) - sy);
+                    d[l] = dx * dx + dy * dy;
+                }
+            }
+        }
+        true
+    }
+
+    /// Calls `f(k, d²)` for every sorted position `k` in `lo..hi` with the
+    /// squared length of `(p - q) - s`, `q` its position, [`CHUNK`] at a
+    /// time (see [`shifted_distances_into`](Self::shifted_distances_into)).
+    #[inline(always)]
+    pub(super) fn for_each_shifted_distance(
+        &self,
+        p: P,
+        s: P,
+        lo: usize,
+        hi: usize,
+        mut f: impl FnMut(usize, f32),
+    ) {
+        let scalar = |k: usize| {
+            let e = (p - self.pos_or_zero(k)) - s;
+            e.dot(e)
+        };
+        if cfg!(target_os = "none") {
+            for k in lo..hi {
+                f(k, scalar(k));
+            }
+            return;
+        }
+        let mut d = [0.0f32; CHUNK];
+        let mut k = lo;
+        while k < hi {
+            let m = (hi - k).min(CHUNK);
+            let padded = m.div_ceil(LANES) * LANES;
+            if !(padded <= CHUNK && self.shifted_distances_into(p, s, k, &mut d[..padded])) {
+                for (j, dj) in d.iter_mut().enumerate().take(m) {
+                    *dj = scalar(k + j);
+                }
+            }
+            for (j, &d2) in d.iter().enumerate().take(m) {
+                f(k + j, d2);
+            }
+            k += m;
+        }
+    }
+
     /// Calls `f(k, d²)` for every sorted position `k` in `lo..hi` with its
     /// squared distance from `p` (computed [`CHUNK`] at a time by
     /// [`chunk_distances`](Self::chunk_distances)).
