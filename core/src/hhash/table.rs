@@ -307,6 +307,17 @@ where
     }
 }
 
+impl<S, B, Sl, Bk, En, Pt> crate::ray::RayCast<B> for ClassHash<S, B, Sl, Bk, En, Pt>
+where
+    S: Scheme,
+    B: BoundingBox,
+    Sl: Storage<HashSlot<B>>,
+    Bk: Storage<HashBucket>,
+    En: Storage<HashEntry>,
+    Pt: Storage<B::Point>,
+{
+}
+
 impl<S, B, Sl, Bk, En, Pt> BroadPhase<B> for ClassHash<S, B, Sl, Bk, En, Pt>
 where
     S: Scheme,

@@ -174,3 +174,8 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord<B>>, A: Storag
         self.par_pairs(exec, sinks, f)
     }
 }
+
+impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord<B>>, A: Storage<u32>>
+    crate::ray::RayCast<B> for HierarchicalHashGrid<B, S, R, A>
+{
+}

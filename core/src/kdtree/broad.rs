@@ -289,6 +289,11 @@ impl<B: BoundingBox, K: LocCode, S: Storage<KdSlot<B>>, R: Storage<KdRecord<K>>>
     }
 }
 
+impl<B: BoundingBox, K: LocCode, S: Storage<KdSlot<B>>, R: Storage<KdRecord<K>>>
+    crate::ray::RayCast<B> for KdBroadPhase<B, K, S, R>
+{
+}
+
 impl<B: BoundingBox, K: LocCode, S: Storage<KdSlot<B>>, R: Storage<KdRecord<K>>> Validate
     for KdBroadPhase<B, K, S, R>
 {
