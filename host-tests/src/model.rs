@@ -712,7 +712,8 @@ impl<B: TestBox> BroadModel<B> {
             }
         };
         let boxes = |_: u32, te: f32| Some(te);
-        let shorten = |id: u32, te: f32| (id % 3 != 0).then_some(te + 0.125 * (id % 5) as f32);
+        let shorten =
+            |id: u32, te: f32| (!id.is_multiple_of(3)).then_some(te + 0.125 * (id % 5) as f32);
         let mut first = None;
         for (which, narrow) in [
             (0, &boxes as &dyn Fn(u32, f32) -> Option<f32>),

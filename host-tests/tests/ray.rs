@@ -37,7 +37,9 @@ impl Narrow {
     fn call(self, id: u32, t: f32) -> Option<f32> {
         match self {
             Narrow::Boxes => Some(t),
-            Narrow::Shortening => (id % 3 != 0).then(|| t + 0.01 * (id % 7) as f32 * (1.0 + t)),
+            Narrow::Shortening => {
+                (!id.is_multiple_of(3)).then_some(t + 0.01 * (id % 7) as f32 * (1.0 + t))
+            }
             Narrow::Nonsense => match id % 5 {
                 0 => Some(f32::NAN),
                 1 => Some(-1.0),

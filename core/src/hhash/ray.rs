@@ -130,12 +130,12 @@ where
             let last = t_out >= t1 || axis == usize::MAX;
             let to = if last { f32::INFINITY } else { t_out };
             // The cells C-1 ..= C+1 per axis.
-            let n = if d == 3 { 27 } else { 9 };
+            let n: i32 = if d == 3 { 27 } else { 9 };
             for j in 0..n {
                 let mut cell = [0i32; 3];
                 let mut m = j;
                 for (k, ck) in cell.iter_mut().enumerate().take(d) {
-                    *ck = c[k].saturating_add((m % 3) as i32 - 1);
+                    *ck = c[k].saturating_add((m % 3) - 1);
                     m /= 3;
                 }
                 let key = self.key_of(li, &cell);

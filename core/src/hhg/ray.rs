@@ -157,9 +157,9 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord<B>>, A: Storag
             let n = 1usize << (2 * d);
             for j in 0..n {
                 let mut local = 0u32;
-                for k in 0..d {
+                for (k, ck) in c.iter().enumerate().take(d) {
                     let off = ((j >> (2 * k)) & 3) as i32 - 2;
-                    let x = c[k].wrapping_add(off) as u32;
+                    let x = ck.wrapping_add(off) as u32;
                     local |= (x & lv.mask[k]) << lv.shift[k];
                 }
                 if let Some(&q) = cells.get(local as usize)
