@@ -70,6 +70,10 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
                 * (1.0 / 262_144.0)
                 + 1e-30;
         }
+        let mut size = [0f64; 3];
+        for (a, s) in size.iter_mut().enumerate().take(dim) {
+            *s = 1.0 / frame.scale[a];
+        }
         // The real-space cell of a node, widened; the root's sides open.
         let cell = |qlo: &[u64; 3], len: u32| -> (B::Point, B::Point) {
             let mut lo = [0f32; 3];
@@ -79,7 +83,7 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
                 let r = bits.saturating_sub(cuts);
                 let ql = qlo[a];
                 let qh = ql.saturating_add((1u64 << r) - 1);
-                let size = 1.0 / frame.scale[a];
+                let size = size[a];
                 lo[a] = if ql == 0 {
                     f32::NEG_INFINITY
                 } else {
@@ -166,8 +170,12 @@ impl<B: BoundingBox, K: LocCode, R: Storage<KdRecord<K>>> LinearKdTree<B, K, R> 
                 *u = u.saturating_add(1u64 << (r - 1));
             }
             let len = n.len + 1;
-            let k_lo = K::node_key(K::interleave(n.qlo, dim, bits), depth, len);
-            let k_hi = K::node_key(K::interleave(upper, dim, bits), depth, len);
+            // The halves' keys: the end marker moves down one bit, and the
+            // upper half sets the bit it left.
+            let half = 1u128 << (depth - len);
+            let key = n.key.to_u128();
+            let k_lo = K::from_u128(key - half);
+            let k_hi = K::from_u128(key + half);
             let from = n.start as usize + own;
             let rank_hi = K::rank(k_hi, depth);
             let rest = recs.get(from..n.end as usize).unwrap_or_default();
