@@ -87,7 +87,7 @@ fn rays<B: BoundingBox>(boxes: &[B], extent: B::Point, seed: u64) -> Vec<Ray<B::
     let mut out = Vec::new();
     while out.len() < RAYS {
         let pick = &boxes[rng.below(boxes.len())];
-        let r = match out.len() % 8 {
+        let r = match out.len() % 9 {
             // Random origin around the scene, random direction, finite or not.
             0 => {
                 let o = point::<B::Point>(&mut rng, -0.1 * e, 1.1 * e);
@@ -146,6 +146,13 @@ fn rays<B: BoundingBox>(boxes: &[B], extent: B::Point, seed: u64) -> Vec<Ray<B::
                     }
                 });
                 Ray::new(o, d, f32::INFINITY)
+            }
+            // From beyond every grid's and hash's range (10⁷, more than
+            // 2²⁰ cells away) towards the scene: the scans take over.
+            7 => {
+                let o = B::Point::from_fn(|k| if k == 0 { 1.0e7 } else { rng.range(0.0, e) });
+                let target = point::<B::Point>(&mut rng, 0.0, e);
+                Ray::new(o, target - o, f32::INFINITY)
             }
             // Unbounded from far away towards the scene.
             _ => {
