@@ -378,3 +378,66 @@ impl<B: BoundingBox> ValidateOk for AnyBroad<B> {
         spatium::Validate::validate(self).is_ok()
     }
 }
+
+/// Hashing with a small table (collisions everywhere), boxes much larger
+/// than the largest class (stored in many cells), and particles in the
+/// same table: the casts still equal the oracle's.
+#[test]
+fn hashes_with_collisions_large_boxes_and_particles() {
+    use spatium::NeighborSearch;
+    use spatium::hhash::{HashConfig, Hierarchical, Multilevel};
+    use spatium_host::make::{VecClassHash, class_hash};
+    fn run<S: spatium::hhash::Scheme>(mut h: VecClassHash<S, Aabb3>, name: &str) {
+        let mut rng = Rng::new(91);
+        let boxes: Vec<Aabb3> = (0..200)
+            .map(|_| {
+                let lo = [0; 3].map(|_: i32| rng.range(0.0, 20.0));
+                let e = if rng.below(4) == 0 {
+                    rng.range(3.0, 9.0)
+                } else {
+                    rng.range(0.1, 1.5)
+                };
+                Aabb3::raw(lo, lo.map(|x| x + e))
+            })
+            .collect();
+        for (id, b) in boxes.iter().enumerate() {
+            h.insert(id as u32, *b).expect(name);
+        }
+        let points: Vec<spatium::Vec3> = (0..64)
+            .map(|_| spatium::Vec3::from_fn(|_| rng.range(0.0, 20.0)))
+            .collect();
+        h.build(&points, 1.0).expect(name);
+        let rays = rays(&boxes, spatium::Vec3::new(20.0, 20.0, 20.0), 92);
+        let mut buf = vec![RayHit::default(); boxes.len()];
+        for ray in &rays {
+            let want = oracle_all(&boxes, ray, Narrow::Boxes);
+            let n = h.cast_boxes(ray, &mut buf).expect(name);
+            assert_eq!(&buf[..n], &want[..], "{name}: {ray:?}");
+            let want = oracle_all(&boxes, ray, Narrow::Shortening);
+            let got = h
+                .cast(ray, |id, t| Narrow::Shortening.call(id, t))
+                .expect(name);
+            assert_eq!(got, want.first().copied(), "{name}: {ray:?}");
+        }
+        // Remove some: the table goes stale and is rehashed by the cast.
+        let mut live = boxes.clone();
+        for id in (0..200).step_by(3) {
+            h.remove(id as u32).expect(name);
+            live[id] = Aabb3::NAN;
+        }
+        for ray in &rays {
+            let want = oracle_all(&live, ray, Narrow::Boxes);
+            let n = h.cast_boxes(ray, &mut buf).expect(name);
+            assert_eq!(&buf[..n], &want[..], "{name} after removals: {ray:?}");
+        }
+    }
+    let cfg = HashConfig::new(1.0, 0b11).unwrap();
+    run(
+        class_hash::<Hierarchical, Aabb3>(200, 256, 100_000, 64, cfg),
+        "hierarchical",
+    );
+    run(
+        class_hash::<Multilevel, Aabb3>(200, 256, 100_000, 64, cfg),
+        "multilevel",
+    );
+}
