@@ -48,7 +48,9 @@
 //! [`kdtree::KdBroadPhase`] behind the trait), hierarchical and multilevel
 //! hashing ([`hhash`]: one fixed table for objects of every size and for
 //! fluid particles) and [`BruteForceBroadPhase`].
-//! Every structure also implements [`Validate`].
+//! Every broad phase also casts rays and segments ([`RayCast`], see
+//! [`ray`]): the nearest hit of a caller's narrow phase, or every hit in
+//! order, with no allocation. Every structure also implements [`Validate`].
 //!
 //! ## SPH
 //!
