@@ -23,7 +23,8 @@
 use parry3d::bounding_volume::Aabb as ParryAabb;
 use parry3d::math::Vector as ParryVector;
 use parry3d::partitioning::{Bvh, BvhBuildStrategy, BvhLeafUpdateStatus, BvhWorkspace};
-use spatium::{Aabb3, BoundingBox, Point};
+use parry3d::query::Ray as ParryRay;
+use spatium::{Aabb3, BoundingBox, Point, Vec3};
 
 /// Pair count and an order-free checksum of the pairs: two implementations
 /// that report the same set of unordered pairs, in any order, agree.
@@ -368,6 +369,50 @@ impl ParryBvh {
     /// one `Vec`.
     pub fn overlaps_parallel(&self) -> Vec<(u32, u32)> {
         self.bvh.traverse_bvtt_single_tree_parallel::<false>()
+    }
+
+    /// The nearest leaf box `ray` enters (`Bvh::cast_ray`, parry's
+    /// best-first traversal), with the leaf test done by spatium's slab test
+    /// ([`spatium::Ray::enter_within`]) on `boxes` (the boxes of the last
+    /// build or refit): the box narrow phase of spatium's
+    /// [`first_box`](spatium::RayCast::first_box). Ties in `t` may pick
+    /// another id than spatium's smallest.
+    pub fn first_hit(&self, ray: &spatium::Ray<Vec3>, boxes: &[Aabb3]) -> Option<(u32, f32)> {
+        let (o, d) = (ray.origin(), ray.dir());
+        let pray = ParryRay::new(
+            ParryVector::new(o.x, o.y, o.z),
+            ParryVector::new(d.x, d.y, d.z),
+        );
+        let max_t = ray.max_t().min(f32::MAX);
+        self.bvh.cast_ray(&pray, max_t, |id, best| {
+            boxes
+                .get(id as usize)
+                .and_then(|b| ray.enter_within(b, best))
+        })
+    }
+
+    /// Every leaf box `ray` enters within its `max_t`, sorted by `(t, id)`
+    /// into `out` (cleared first): the leaves of `Bvh::leaves` whose every
+    /// ancestor the ray meets, each tested with spatium's slab test.
+    pub fn all_hits(
+        &self,
+        ray: &spatium::Ray<Vec3>,
+        boxes: &[Aabb3],
+        out: &mut Vec<spatium::RayHit>,
+    ) {
+        let (o, d) = (ray.origin(), ray.dir());
+        let pray = ParryRay::new(
+            ParryVector::new(o.x, o.y, o.z),
+            ParryVector::new(d.x, d.y, d.z),
+        );
+        let max_t = ray.max_t().min(f32::MAX);
+        out.clear();
+        for id in self.bvh.leaves(|node| node.cast_ray(&pray, max_t) <= max_t) {
+            if let Some(t) = boxes.get(id as usize).and_then(|b| ray.enter(b)) {
+                out.push(spatium::RayHit { id, t });
+            }
+        }
+        out.sort_unstable_by(spatium::RayHit::order);
     }
 }
 

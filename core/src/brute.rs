@@ -349,6 +349,30 @@ impl<B: BoundingBox, S: Storage<BruteSlot<B>>> BroadPhase<B> for BruteForceBroad
     }
 }
 
+/// The oracle of every cast: a linear scan of the stored boxes in dense
+/// order, `O(n)` per cast.
+impl<B: BoundingBox, S: Storage<BruteSlot<B>>> crate::ray::RayCast<B>
+    for BruteForceBroadPhase<B, S>
+{
+    fn ray_visit<F: FnMut(u32, f32) -> f32>(
+        &mut self,
+        ray: &crate::ray::Ray<B::Point>,
+        mut visit: F,
+    ) -> Result<(), Error> {
+        let slots = self.slots.as_ref();
+        let mut bound = ray.max_t();
+        for d in slots.get(..self.len).unwrap_or_default() {
+            let Some(s) = slots.get(d.id as usize) else {
+                continue;
+            };
+            if let Some(t) = ray.enter_within(&s.aabb, bound) {
+                bound = crate::ray::lower(bound, visit(d.id, t));
+            }
+        }
+        Ok(())
+    }
+}
+
 impl<B: BoundingBox, S: Storage<BruteSlot<B>>> Validate for BruteForceBroadPhase<B, S> {
     fn validate(&self) -> Result<(), Corruption> {
         const W: &str = "BruteForceBroadPhase";

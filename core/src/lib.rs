@@ -48,7 +48,9 @@
 //! [`kdtree::KdBroadPhase`] behind the trait), hierarchical and multilevel
 //! hashing ([`hhash`]: one fixed table for objects of every size and for
 //! fluid particles) and [`BruteForceBroadPhase`].
-//! Every structure also implements [`Validate`].
+//! Every broad phase also casts rays and segments ([`RayCast`], see
+//! [`ray`]): the nearest hit of a caller's narrow phase, or every hit in
+//! order, with no allocation. Every structure also implements [`Validate`].
 //!
 //! ## SPH
 //!
@@ -112,6 +114,7 @@ pub mod interop;
 pub mod kdtree;
 mod pair_cache;
 pub mod periodic;
+pub mod ray;
 mod sort;
 pub mod sph;
 pub mod storage;
@@ -131,6 +134,7 @@ pub use inspect::{BruteStats, Inspect, SearchStats};
 pub use kdtree::{KdBroadPhase, KdConfig, KdRecord, KdSlot, KdStats, LinearKdTree};
 pub use pair_cache::{NeighborPair, PairCache, PairCacheStats, VerletCache};
 pub use periodic::PeriodicBox;
+pub use ray::{Ray, RayCast, RayHit};
 pub use sph::boundary::{Obstacle, Obstacles};
 pub use sph::{Fluid, FluidStats, ParticleState, SphParams};
 pub use storage::Storage;

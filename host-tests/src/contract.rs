@@ -9,7 +9,7 @@
 //! (where the model would also accept a structure-specific refusal, the
 //! contract requires success: the structures are sized for these scenes).
 
-use spatium::{BroadPhase, Error, NeighborSearch, Point, Validate};
+use spatium::{Error, NeighborSearch, Point, RayCast, Validate};
 use spatium_host::boxes::TestBox;
 use spatium_host::scenarios::{box_scenarios, point_scenarios};
 
@@ -18,7 +18,7 @@ use crate::model::{
 };
 
 /// Applies `op` and requires `want`, with the whole state checked.
-fn broad_step<B: TestBox, T: BroadPhase<B> + Validate>(
+fn broad_step<B: TestBox, T: RayCast<B> + Validate>(
     t: &mut T,
     m: &mut BroadModel<B>,
     op: BroadOp<B>,
@@ -35,7 +35,7 @@ fn bx<B: TestBox>(lo: [f32; 3], hi: [f32; 3]) -> BoxSpec<B> {
     BoxSpec::Exact(B::raw(lo, hi))
 }
 
-/// Every documented rule of [`BroadPhase`], on fresh structures from `make`
+/// Every documented rule of [`BroadPhase`](spatium::BroadPhase), on fresh structures from `make`
 /// (which must give an empty structure with room, in its pools and arenas,
 /// for its capacity of boxes of edges up to 4 near the origin; the capacity
 /// must be at least 8).
@@ -54,7 +54,7 @@ fn bx<B: TestBox>(lo: [f32; 3], hi: [f32; 3]) -> BoxSpec<B> {
 ///
 /// # Panics
 /// On the first broken rule, naming it.
-pub fn broad_phase_contract<B: TestBox, T: BroadPhase<B> + Validate>(make: impl Fn() -> T) {
+pub fn broad_phase_contract<B: TestBox, T: RayCast<B> + Validate>(make: impl Fn() -> T) {
     let d = B::Point::DIM;
     let mut t = make();
     let cap = t.capacity();

@@ -458,7 +458,7 @@ impl<B: TestBox> KdModel<B> {
                     return Ok(r);
                 }
                 BroadOp::Overlaps => return self.pairs(bp, false),
-                BroadOp::Filtered(_) => {
+                BroadOp::Filtered(_) | BroadOp::Ray(..) => {
                     // The unfiltered detection first (it rebuilds what is
                     // due, as the model tracks); then the filtered forms
                     // on the rebuilt tree, judged by the shared model.

@@ -60,7 +60,9 @@
 //!   pairs).
 
 use proptest::prelude::*;
-use spatium::{BoundingBox, BroadPhase, Error, NeighborSearch, Point, Validate};
+use spatium::{
+    BoundingBox, BroadPhase, Error, NeighborSearch, Point, Ray, RayCast, RayHit, Validate,
+};
 use spatium_host::boxes::{TestBox, corners, dim, overlap, same, same_opt};
 
 use crate::props::{Lattice, lattice, lattice_corners, pow2};
@@ -358,6 +360,15 @@ pub enum BroadOp<B> {
     /// pairs that interact, every stored box as a `query_filtered`, and a
     /// groups slice one short refused with [`Error::BufferTooSmall`].
     Filtered(u64),
+    /// A ray cast ([`RayCast`]): origin at the lower corner of the first
+    /// box, towards the upper corner of the second; the byte picks a
+    /// segment, an unbounded ray, an axis-parallel unbounded ray (along a
+    /// face of the first box: grazing) or a ray of `max_t = 0.5`. Judged
+    /// by [`check_ray`](BroadModel::check_ray): first hit and all hits
+    /// with the boxes and with a shortening narrow phase, an exact
+    /// [`Error::BufferTooSmall`], the filtered forms; a ray from a
+    /// non-finite box must be refused.
+    Ray(BoxSpec<B>, BoxSpec<B>, u8),
 }
 
 /// The groups of ids `0..n` drawn from `seed` (member: one of four groups;
@@ -508,7 +519,7 @@ impl<B: TestBox> BroadModel<B> {
     ///
     /// # Errors
     /// A message naming the operation and what differs.
-    pub fn apply<T: BroadPhase<B> + Validate>(
+    pub fn apply<T: RayCast<B> + Validate>(
         &mut self,
         t: &mut T,
         op: &BroadOp<B>,
@@ -518,7 +529,7 @@ impl<B: TestBox> BroadModel<B> {
         Ok(r)
     }
 
-    fn apply_op<T: BroadPhase<B> + Validate>(
+    fn apply_op<T: RayCast<B> + Validate>(
         &mut self,
         t: &mut T,
         op: &BroadOp<B>,
@@ -620,7 +631,165 @@ impl<B: TestBox> BroadModel<B> {
                 self.check_filtered(t, *seed)?;
                 Ok(())
             }
+            BroadOp::Ray(a, b, mode) => {
+                let (a, b) = (self.resolve(a), self.resolve(b));
+                self.check_ray(t, &a, &b, *mode)?
+            }
         })
+    }
+
+    /// Every hit of `ray` against the stored boxes, sorted by `(t, id)`,
+    /// with `narrow`'s answers judged by the documented rules (NaN or
+    /// beyond `max_t` ignored, before the entry raised to it).
+    pub fn ray_hits(
+        &self,
+        ray: &Ray<B::Point>,
+        narrow: impl Fn(u32, f32) -> Option<f32>,
+    ) -> Vec<RayHit> {
+        let mut v = Vec::new();
+        for (id, b) in self.slots.iter().enumerate() {
+            let Some(b) = b else { continue };
+            let Some(te) = ray.enter(b) else { continue };
+            let Some(t) = narrow(id as u32, te) else {
+                continue;
+            };
+            if t.is_nan() || t > ray.max_t() {
+                continue;
+            }
+            v.push(RayHit {
+                id: id as u32,
+                t: t.max(te),
+            });
+        }
+        v.sort_by(RayHit::order);
+        v
+    }
+
+    /// The ray of [`BroadOp::Ray`] from `a`, `b` and `mode`, cast through
+    /// `t` and judged against the stored boxes.
+    ///
+    /// # Errors
+    /// A message if an answer or an error is wrong.
+    pub fn check_ray<T: RayCast<B>>(
+        &self,
+        t: &mut T,
+        a: &B,
+        b: &B,
+        mode: u8,
+    ) -> Result<Outcome, String> {
+        let o = a.min();
+        let dir = b.max() - o;
+        let dim = B::Point::DIM;
+        let ray = match mode % 4 {
+            0 => Ray::segment(o, b.max()),
+            1 => Ray::new(o, dir, f32::INFINITY),
+            2 => {
+                let axis = usize::from(mode / 4) % dim;
+                let sign = if mode & 0x80 == 0 { 1.0 } else { -1.0 };
+                Ray::new(
+                    o,
+                    B::Point::from_fn(|k| if k == axis { sign } else { 0.0 }),
+                    f32::INFINITY,
+                )
+            }
+            _ => Ray::new(o, dir, 0.5),
+        };
+        let ray = match ray {
+            Ok(r) => r,
+            Err(e) => {
+                let finite = o.is_finite() && b.max().is_finite() && dir.is_finite();
+                let zero = (0..dim).all(|k| dir.coord(k) == 0.0);
+                ensure!(
+                    (!finite && e == Error::NonFinite)
+                        || (zero
+                            && e == (Error::InvalidConfig {
+                                field: "ray direction"
+                            })),
+                    "ray from {o:?} to {:?} refused with {e:?}",
+                    b.max()
+                );
+                return Ok(Err(e));
+            }
+        };
+        let boxes = |_: u32, te: f32| Some(te);
+        let shorten =
+            |id: u32, te: f32| (!id.is_multiple_of(3)).then_some(te + 0.125 * (id % 5) as f32);
+        let mut first = None;
+        for (which, narrow) in [
+            (0, &boxes as &dyn Fn(u32, f32) -> Option<f32>),
+            (1, &shorten),
+        ] {
+            let want = self.ray_hits(&ray, narrow);
+            let mut seen = vec![false; self.capacity()];
+            let mut twice = None;
+            let r = t.cast(&ray, |id, te| {
+                match seen.get_mut(id as usize) {
+                    Some(s) if !*s => *s = true,
+                    _ => twice = Some(id),
+                }
+                narrow(id, te)
+            });
+            ensure!(
+                twice.is_none(),
+                "cast {ray:?}: id {twice:?} offered twice or unknown"
+            );
+            match r {
+                Ok(hit) => ensure!(
+                    hit == want.first().copied(),
+                    "cast {ray:?} (narrow {which}): got {hit:?}, want {:?}",
+                    want.first()
+                ),
+                Err(e) => {
+                    ensure!(is_structure_specific(&e), "cast {ray:?} gave {e:?}");
+                    return Ok(Err(e));
+                }
+            }
+            let mut buf = vec![RayHit::default(); want.len()];
+            let n = t
+                .cast_all(&ray, narrow, &mut buf)
+                .map_err(|e| format!("cast_all {ray:?}: {e:?}"))?;
+            ensure!(
+                buf[..n] == want[..],
+                "cast_all {ray:?} (narrow {which}): got {:?}, want {want:?}",
+                &buf[..n]
+            );
+            if let Some(short) = want.len().checked_sub(1) {
+                let mut buf = vec![RayHit::default(); short];
+                let r = t.cast_all(&ray, narrow, &mut buf);
+                ensure!(
+                    r == Err(Error::BufferTooSmall {
+                        needed: want.len(),
+                        available: short
+                    }),
+                    "cast_all {ray:?} into {short}: {r:?}"
+                );
+            }
+            if which == 0 {
+                first = want.first().copied();
+            }
+        }
+        let got = t.first_box(&ray).map_err(|e| format!("first_box: {e:?}"))?;
+        ensure!(got == first, "first_box {ray:?}: {got:?}, want {first:?}");
+        let (groups, with) = seeded_groups(u64::from(mode), self.capacity());
+        let want: Vec<RayHit> = self
+            .ray_hits(&ray, boxes)
+            .into_iter()
+            .filter(|h| groups[h.id as usize].interacts(with))
+            .collect();
+        let got = t
+            .cast_filtered(&ray, with, &groups, |_, te| Some(te))
+            .map_err(|e| format!("cast_filtered: {e:?}"))?;
+        ensure!(
+            got == want.first().copied(),
+            "cast_filtered {ray:?}: {got:?}, want {:?}",
+            want.first()
+        );
+        let mut buf = vec![RayHit::default(); want.len()];
+        let n = t
+            .cast_all_filtered(&ray, with, &groups, |_, te| Some(te), &mut buf)
+            .map_err(|e| format!("cast_all_filtered: {e:?}"))?;
+        ensure!(buf[..n] == want[..], "cast_all_filtered {ray:?}");
+        Ok(Ok(()))
     }
 
     fn apply_updates(&mut self, list: &[(u32, B)]) {
@@ -776,7 +945,7 @@ impl<B: TestBox> BroadModel<B> {
     ///
     /// # Errors
     /// The first failure.
-    pub fn run<T: BroadPhase<B> + Validate>(
+    pub fn run<T: RayCast<B> + Validate>(
         &mut self,
         t: &mut T,
         ops: &[BroadOp<B>],
@@ -1401,6 +1570,7 @@ pub fn broad_op<B: TestBox>() -> impl Strategy<Value = BroadOp<B>> {
         1 => Just(BroadOp::Clear),
         1 => Just(BroadOp::Overlaps),
         1 => any::<u64>().prop_map(BroadOp::Filtered),
+        2 => (box_spec(), box_spec(), any::<u8>()).prop_map(|(a, b, m)| BroadOp::Ray(a, b, m)),
         3 => box_spec().prop_map(BroadOp::Query),
     ]
 }
@@ -1538,7 +1708,7 @@ mod fuzzing {
 
     impl<'a, B: TestBox> Arbitrary<'a> for BroadOp<B> {
         fn arbitrary(u: &mut Unstructured<'a>) -> Result<Self> {
-            Ok(match u.int_in_range(0u8..=23)? {
+            Ok(match u.int_in_range(0u8..=25)? {
                 0..=7 => BroadOp::Insert(small_id(u)?, u.arbitrary()?),
                 8..=12 => BroadOp::Update(small_id(u)?, u.arbitrary()?),
                 13..=14 => {
@@ -1554,6 +1724,7 @@ mod fuzzing {
                 19 => BroadOp::Clear,
                 20 => BroadOp::Overlaps,
                 21 => BroadOp::Filtered(u.arbitrary()?),
+                22..=23 => BroadOp::Ray(u.arbitrary()?, u.arbitrary()?, u.arbitrary()?),
                 _ => BroadOp::Query(u.arbitrary()?),
             })
         }

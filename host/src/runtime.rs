@@ -475,6 +475,16 @@ impl<B: BoundingBox> BroadPhase<B> for AnyBroad<B> {
     }
 }
 
+impl<B: BoundingBox> spatium::RayCast<B> for AnyBroad<B> {
+    fn ray_visit<F: FnMut(u32, f32) -> f32>(
+        &mut self,
+        ray: &spatium::Ray<B::Point>,
+        visit: F,
+    ) -> Result<(), Error> {
+        with_broad!(self, b => spatium::RayCast::ray_visit(b, ray, visit))
+    }
+}
+
 impl<B: BoundingBox> spatium::Validate for AnyBroad<B> {
     fn validate(&self) -> Result<(), spatium::Corruption> {
         with_broad!(self, b => spatium::Validate::validate(b))

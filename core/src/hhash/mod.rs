@@ -132,6 +132,7 @@ mod config;
 mod par;
 mod particles;
 mod query;
+mod ray;
 mod stats;
 mod table;
 mod traverse;

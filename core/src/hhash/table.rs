@@ -307,6 +307,31 @@ where
     }
 }
 
+/// Rehashes a stale table, then walks each class with a DDA, largest class
+/// first, each stopped where its next cell lies beyond the bound (see the
+/// `hhash::ray` module's source): `O(s · 3^D)` bucket reads for `s` cells
+/// crossed per class, plus the entries of those buckets; a walk past
+/// `C / 8` steps or `2²⁰` cells from the origin scans the class's slots.
+impl<S, B, Sl, Bk, En, Pt> crate::ray::RayCast<B> for ClassHash<S, B, Sl, Bk, En, Pt>
+where
+    S: Scheme,
+    B: BoundingBox,
+    Sl: Storage<HashSlot<B>>,
+    Bk: Storage<HashBucket>,
+    En: Storage<HashEntry>,
+    Pt: Storage<B::Point>,
+{
+    fn ray_visit<F: FnMut(u32, f32) -> f32>(
+        &mut self,
+        ray: &crate::ray::Ray<B::Point>,
+        mut visit: F,
+    ) -> Result<(), Error> {
+        self.refresh();
+        self.ray_walk(ray, &mut visit);
+        Ok(())
+    }
+}
+
 impl<S, B, Sl, Bk, En, Pt> BroadPhase<B> for ClassHash<S, B, Sl, Bk, En, Pt>
 where
     S: Scheme,

@@ -69,6 +69,7 @@ mod detect;
 mod grids;
 mod interface;
 mod par;
+mod ray;
 mod stats;
 mod update;
 mod validate;

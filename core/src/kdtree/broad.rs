@@ -289,6 +289,25 @@ impl<B: BoundingBox, K: LocCode, S: Storage<KdSlot<B>>, R: Storage<KdRecord<K>>>
     }
 }
 
+/// Rebuilds if needed, then walks the tree front to back (see the
+/// `kdtree::ray` module's source): `O(log R + k)` nodes for a ray that
+/// meets `k` cells' worth of records before its bound.
+impl<B: BoundingBox, K: LocCode, S: Storage<KdSlot<B>>, R: Storage<KdRecord<K>>>
+    crate::ray::RayCast<B> for KdBroadPhase<B, K, S, R>
+{
+    /// # Errors
+    /// [`Error::InvalidConfig`] as in
+    /// [`for_each_candidate_pair`](KdBroadPhase::for_each_candidate_pair).
+    fn ray_visit<F: FnMut(u32, f32) -> f32>(
+        &mut self,
+        ray: &crate::ray::Ray<B::Point>,
+        visit: F,
+    ) -> Result<(), Error> {
+        self.refresh()?;
+        self.tree.ray_in(self.slots.as_ref(), ray, visit)
+    }
+}
+
 impl<B: BoundingBox, K: LocCode, S: Storage<KdSlot<B>>, R: Storage<KdRecord<K>>> Validate
     for KdBroadPhase<B, K, S, R>
 {

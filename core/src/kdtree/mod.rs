@@ -101,6 +101,7 @@ mod code;
 mod pack;
 mod par;
 mod plan;
+mod ray;
 mod sort;
 
 /// The crate's one candidate vocabulary, re-exported where the tree uses it.
