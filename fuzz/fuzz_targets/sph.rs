@@ -4,7 +4,9 @@
 //! The input decodes into operations on a small fluid (capacity 32) with a
 //! uniform hash sized for it, a second hash too small for it, obstacles
 //! behind a hierarchical hash grid, and a pipe emitter: pushes, blocks,
-//! emitter creation and emission, steps, parameter changes (raw fields),
+//! emitter creation and emission, steps (with a uniform hash, or with a
+//! `DenseGrid` over the domain made periodic along some axes), parameter
+//! changes (raw fields, periodic axes),
 //! obstacle additions, replacements and moves, and kernel evaluations.
 //! Checked after every operation: no panic; a refused push, block, step,
 //! parameter change or obstacle change leaves every particle's position
@@ -21,7 +23,7 @@ use spatium::sph::boundary::{Obstacle, Obstacles, Shape};
 use spatium::sph::kernel::Kernels;
 use spatium::sph::source::Emitter;
 use spatium::sph::{EquationOfState, Fluid, Integrator, ParticleState, SphParams};
-use spatium::uniform::{CellRecord, CellSortedHash, SortedParticle, TableSlot};
+use spatium::uniform::{CellRecord, CellSortedHash, DenseGrid, SortedParticle, TableSlot};
 use spatium::{
     BoundingBox, HhgConfig, HhgRecord, HhgSlot, HierarchicalHashGrid, Point, Validate, Vec2, Vec3,
 };
@@ -38,6 +40,11 @@ enum Op {
     Emit(f32),
     Step,
     StepSmall,
+    /// Makes the domain periodic along the axes of the mask (bits past the
+    /// dimension are refused by `set_params`).
+    Periodic(u8),
+    /// A step with a `DenseGrid` over the fluid's periodic box.
+    StepDense,
     Params(RawParams),
     Seed(f32, bool),
     AddSolid(RawShape, [f32; 3]),
@@ -174,6 +181,47 @@ fn run<P: Point>(ops: &[Op]) {
                 match r {
                     Ok(()) => {
                         let d = fluid.params().domain;
+                        for (x, s) in fluid.positions().iter().zip(fluid.state()) {
+                            assert!(x.is_finite() && s.velocity.is_finite());
+                            for k in 0..P::DIM {
+                                assert!(
+                                    x.coord(k) >= d.min().coord(k)
+                                        && x.coord(k) <= d.max().coord(k)
+                                );
+                            }
+                        }
+                    }
+                    Err(_) => must_keep = true,
+                }
+            }
+            Op::Periodic(axes) => {
+                let mut p = *fluid.params();
+                p.periodic = axes;
+                let old = *fluid.params();
+                if fluid.set_params(p).is_err() {
+                    assert_eq!(*fluid.params(), old);
+                }
+                must_keep = true;
+            }
+            Op::StepDense => {
+                let params = *fluid.params();
+                let Ok(period) = params.periodic_box() else {
+                    continue;
+                };
+                type Dense<P> = DenseGrid<P, Vec<SortedParticle<P>>, Vec<u32>, Vec<u32>>;
+                // A grid of at most 2^16 cells (finer ones are refused with
+                // `BufferTooSmall`, which the step then reports).
+                let cells =
+                    Dense::<P>::cells_needed(&period, params.h).map_or(1, |c| c.min(1 << 16));
+                let mut grid: Dense<P> = DenseGrid::new(
+                    period,
+                    vec![SortedParticle::EMPTY; CAP],
+                    vec![0; CAP],
+                    vec![0; cells],
+                );
+                match fluid.step(&mut grid, &mut solids, &mut ()) {
+                    Ok(()) => {
+                        let d = params.domain;
                         for (x, s) in fluid.positions().iter().zip(fluid.state()) {
                             assert!(x.is_finite() && s.velocity.is_finite());
                             for k in 0..P::DIM {
