@@ -431,7 +431,8 @@ impl<B: TestBox> PeriodicOracle<B> {
                     (Err(e), Ok(())) if is_structure_specific(&e) => {
                         // A prefix is applied: find which one.
                         let matches = |m: &Self, t: &T| {
-                            (0..m.slots.len()).all(|id| same_opt(t.get(id as u32), m.get(id as u32)))
+                            (0..m.slots.len())
+                                .all(|id| same_opt(t.get(id as u32), m.get(id as u32)))
                         };
                         let mut m = self.clone();
                         let mut found = matches(&m, t);

@@ -105,7 +105,9 @@ fn check_all<B: TestBox>(
             .filter(|&i| groups[i as usize].interacts(with))
             .collect();
         if got != want {
-            return Err(format!("{name}: query_filtered {q:?}: {got:?}, want {want:?}"));
+            return Err(format!(
+                "{name}: query_filtered {q:?}: {got:?}, want {want:?}"
+            ));
         }
     }
     Ok(())
@@ -118,12 +120,17 @@ fn differential<B: TestBox>(n: usize, seed: u64) {
         for &mask in masks(dim) {
             let domain = domain_for(&sc, mask);
             for kind in registry::broad_kinds() {
-                let name = format!("{} {} mask {mask:#b}", sc.name, registry::broad_name::<B>(kind));
+                let name = format!(
+                    "{} {} mask {mask:#b}",
+                    sc.name,
+                    registry::broad_name::<B>(kind)
+                );
                 let mut t = adapter::<B>(kind, domain, n);
                 let mut o = PeriodicOracle::<B>::new(domain, n);
                 for (i, b) in sc.boxes.iter().enumerate() {
                     let im = o.predict_insert(i as u32, b).unwrap();
-                    t.insert(i as u32, *b).unwrap_or_else(|e| panic!("{name}: insert {i}: {e}"));
+                    t.insert(i as u32, *b)
+                        .unwrap_or_else(|e| panic!("{name}: insert {i}: {e}"));
                     o.slots[i] = Some((*b, im));
                 }
                 crossing_seen += t.image_count() - t.box_count();
@@ -141,7 +148,11 @@ fn differential<B: TestBox>(n: usize, seed: u64) {
                 for _ in 0..8 {
                     let c = B::Point::from_fn(|k| {
                         let (l, h) = (domain.lo().coord(k), domain.hi().coord(k));
-                        if rng.below(2) == 0 { l + rng.range(-1.0, 0.5) } else { h + rng.range(-0.5, 1.0) }
+                        if rng.below(2) == 0 {
+                            l + rng.range(-1.0, 0.5)
+                        } else {
+                            h + rng.range(-0.5, 1.0)
+                        }
                     });
                     let edge = B::Point::from_fn(|k| {
                         1.5f32.min(0.4 * (domain.hi().coord(k) - domain.lo().coord(k)))
@@ -156,12 +167,18 @@ fn differential<B: TestBox>(n: usize, seed: u64) {
                     sc.step();
                     if step % 2 == 0 {
                         for (i, b) in sc.boxes.iter().enumerate() {
-                            t.update(i as u32, *b).unwrap_or_else(|e| panic!("{name}: update {i}: {e}"));
+                            t.update(i as u32, *b)
+                                .unwrap_or_else(|e| panic!("{name}: update {i}: {e}"));
                         }
                     } else {
-                        let list: Vec<(u32, B)> =
-                            sc.boxes.iter().enumerate().map(|(i, b)| (i as u32, *b)).collect();
-                        t.update_many(&list).unwrap_or_else(|e| panic!("{name}: update_many: {e}"));
+                        let list: Vec<(u32, B)> = sc
+                            .boxes
+                            .iter()
+                            .enumerate()
+                            .map(|(i, b)| (i as u32, *b))
+                            .collect();
+                        t.update_many(&list)
+                            .unwrap_or_else(|e| panic!("{name}: update_many: {e}"));
                     }
                     for (i, b) in sc.boxes.iter().enumerate() {
                         o.slots[i] = Some((*b, images(&domain, b).unwrap()));

@@ -604,11 +604,7 @@ where
             }
         }
         ensure(present == self.len, W, "present ids == len")?;
-        ensure(
-            images == self.inner.box_count(),
-            W,
-            "inner boxes == images",
-        )
+        ensure(images == self.inner.box_count(), W, "inner boxes == images")
     }
 }
 
@@ -619,7 +615,11 @@ mod tests {
     use crate::geom::{Aabb2, Aabb3, Vec2, Vec3};
 
     fn b3(lo: [f32; 3], hi: [f32; 3]) -> Aabb3 {
-        Aabb3::new(Vec3::new(lo[0], lo[1], lo[2]), Vec3::new(hi[0], hi[1], hi[2])).unwrap()
+        Aabb3::new(
+            Vec3::new(lo[0], lo[1], lo[2]),
+            Vec3::new(hi[0], hi[1], hi[2]),
+        )
+        .unwrap()
     }
 
     #[test]
@@ -639,7 +639,9 @@ mod tests {
     #[test]
     fn wrap_box_translates_and_refuses() {
         let d = PeriodicBox::new(Vec3::ZERO, Vec3::new(10.0, 10.0, 10.0), 0b101).unwrap();
-        let (b0, c) = d.wrap_box(&b3([-0.5, -3.0, 9.5], [0.5, -2.0, 10.5])).unwrap();
+        let (b0, c) = d
+            .wrap_box(&b3([-0.5, -3.0, 9.5], [0.5, -2.0, 10.5]))
+            .unwrap();
         assert_eq!(b0, b3([9.5, -3.0, 9.5], [10.5, -2.0, 10.5]));
         assert_eq!(c, 0b101);
         assert_eq!(
@@ -661,9 +663,11 @@ mod tests {
         let inner = BruteForceBroadPhase::new([BruteSlot::<Aabb3>::EMPTY; 32]);
         let mut bp = PeriodicBroadPhase::new(inner, d, [PeriodicSlot::EMPTY; 4]).unwrap();
         // Across the corner: all three axes wrap.
-        bp.insert(0, b3([9.5, 9.5, 9.5], [10.5, 10.5, 10.5])).unwrap();
+        bp.insert(0, b3([9.5, 9.5, 9.5], [10.5, 10.5, 10.5]))
+            .unwrap();
         bp.insert(1, b3([0.0, 0.0, 0.0], [0.6, 0.6, 0.6])).unwrap();
-        bp.insert(2, b3([10.2, 10.2, 10.2], [10.4, 10.4, 10.4])).unwrap();
+        bp.insert(2, b3([10.2, 10.2, 10.2], [10.4, 10.4, 10.4]))
+            .unwrap();
         assert_eq!(bp.image_count(), 8 + 1 + 1);
         bp.validate().unwrap();
         let mut n = [0u32; 3];
@@ -689,8 +693,14 @@ mod tests {
             bp.insert(3, b3([0.0, 0.0, 0.0], [6.0, 1.0, 1.0])),
             Err(Error::PeriodTooShort { axis: 0 })
         );
-        assert_eq!(bp.insert(1, b3([0.0; 3], [1.0; 3])), Err(Error::DuplicateId { id: 1 }));
-        assert_eq!(bp.insert(4, b3([0.0; 3], [1.0; 3])), Err(Error::IdOutOfRange { id: 4 }));
+        assert_eq!(
+            bp.insert(1, b3([0.0; 3], [1.0; 3])),
+            Err(Error::DuplicateId { id: 1 })
+        );
+        assert_eq!(
+            bp.insert(4, b3([0.0; 3], [1.0; 3])),
+            Err(Error::IdOutOfRange { id: 4 })
+        );
         assert_eq!(
             bp.update(0, b3([0.0; 3], [1.0, 1.0, 7.0])),
             Err(Error::PeriodTooShort { axis: 2 })
@@ -718,5 +728,100 @@ mod tests {
         bp.for_each_overlap(|_, _| n += 1).unwrap();
         assert_eq!(n, 1);
         bp.validate().unwrap();
+    }
+    /// Brute force that refuses (with `OutOfRange`) every box below y = 0:
+    /// the images shifted along y.
+    struct Picky(BruteForceBroadPhase<Aabb2, [BruteSlot<Aabb2>; 16]>);
+
+    impl Picky {
+        fn refuse(b: &Aabb2) -> Result<(), Error> {
+            if b.min.y < 0.0 {
+                Err(Error::OutOfRange)
+            } else {
+                Ok(())
+            }
+        }
+    }
+
+    impl BroadPhase<Aabb2> for Picky {
+        fn capacity(&self) -> usize {
+            self.0.capacity()
+        }
+        fn box_count(&self) -> usize {
+            self.0.box_count()
+        }
+        fn insert(&mut self, id: u32, aabb: Aabb2) -> Result<(), Error> {
+            Self::refuse(&aabb)?;
+            self.0.insert(id, aabb)
+        }
+        fn update(&mut self, id: u32, aabb: Aabb2) -> Result<(), Error> {
+            Self::refuse(&aabb)?;
+            self.0.update(id, aabb)
+        }
+        fn remove(&mut self, id: u32) -> Result<Aabb2, Error> {
+            self.0.remove(id)
+        }
+        fn get(&self, id: u32) -> Option<Aabb2> {
+            self.0.get(id)
+        }
+        fn clear(&mut self) {
+            self.0.clear();
+        }
+        fn for_each_overlap<F: FnMut(u32, u32)>(&mut self, f: F) -> Result<(), Error> {
+            self.0.for_each_overlap(f)
+        }
+        fn query<F: FnMut(u32)>(&mut self, aabb: &Aabb2, f: F) -> Result<(), Error> {
+            self.0.query(aabb, f)
+        }
+    }
+
+    impl Validate for Picky {
+        fn validate(&self) -> Result<(), Corruption> {
+            self.0.validate()
+        }
+    }
+
+    #[test]
+    fn inner_failures_are_undone() {
+        let d = PeriodicBox::all(Vec2::ZERO, Vec2::new(4.0, 4.0)).unwrap();
+        let inner = Picky(BruteForceBroadPhase::new([BruteSlot::EMPTY; 16]));
+        let mut bp = PeriodicBroadPhase::new(inner, d, [PeriodicSlot::EMPTY; 4]).unwrap();
+        let b = |x: f32, y: f32| Aabb2::new(Vec2::new(x, y), Vec2::new(x + 1.0, y + 1.0)).unwrap();
+        // Crossing x and y: images 0 and x go in, y is refused; both undone.
+        assert_eq!(bp.insert(0, b(3.5, 3.5)), Err(Error::OutOfRange));
+        assert_eq!((bp.box_count(), bp.image_count(), bp.get(0)), (0, 0, None));
+        bp.validate().unwrap();
+        // Crossing x only: fine.
+        bp.insert(0, b(3.5, 1.0)).unwrap();
+        bp.insert(1, b(1.0, 1.0)).unwrap();
+        assert_eq!(bp.image_count(), 3);
+        // An update to the corner: image 0 updated, image x updated, image y
+        // refused; everything put back.
+        assert_eq!(bp.update(0, b(3.5, 3.5)), Err(Error::OutOfRange));
+        assert_eq!(bp.update(1, b(3.5, 3.5)), Err(Error::OutOfRange));
+        assert_eq!(bp.get(0), Some(b(3.5, 1.0)));
+        assert_eq!(bp.get(1), Some(b(1.0, 1.0)));
+        assert_eq!(bp.image_count(), 3);
+        bp.validate().unwrap();
+        // update_many: the first applies, the second stops, the third not.
+        assert_eq!(
+            bp.update_many(&[(1, b(2.0, 2.0)), (0, b(7.5, 7.5)), (1, b(0.0, 0.0))]),
+            Err(Error::OutOfRange)
+        );
+        assert_eq!(
+            (bp.get(0), bp.get(1)),
+            (Some(b(3.5, 1.0)), Some(b(2.0, 2.0)))
+        );
+        bp.validate().unwrap();
+        // Checked before anything changes.
+        let long = Aabb2::new(Vec2::ZERO, Vec2::new(1.0, 2.5)).unwrap();
+        assert_eq!(
+            bp.update_many(&[(1, b(0.5, 0.5)), (0, long)]),
+            Err(Error::PeriodTooShort { axis: 1 })
+        );
+        assert_eq!(bp.get(1), Some(b(2.0, 2.0)));
+        let mut n = 0;
+        bp.for_each_overlap(|_, _| n += 1).unwrap();
+        assert_eq!(n, 0);
     }
 }
