@@ -76,7 +76,7 @@ impl<P: Point> PeriodicBox<P> {
             let (a, b) = (lo.coord(k), hi.coord(k));
             // `b - a` may overflow to infinity for finite corners.
             let d = b - a;
-            if !(a < b) || !d.is_finite() {
+            if a >= b || !d.is_finite() {
                 return Err(Error::InvertedBox);
             }
             if axes & (1 << k) != 0 {
@@ -223,7 +223,7 @@ impl<P: Point> PeriodicBox<P> {
 }
 
 mod broad;
-pub use broad::{PeriodicBroadPhase, PeriodicSlot};
+pub use broad::{PeriodicBroadPhase, PeriodicSlot, UPDATE_BATCH};
 
 #[cfg(test)]
 mod tests {

@@ -14,6 +14,8 @@
 //! exactly-once proof (at most one choice overlaps per axis) is checked on
 //! every pair the oracle looks at.
 
+use core::cmp::Ordering::{Equal, Greater, Less};
+
 use arbitrary::Arbitrary;
 use spatium::{BoundingBox, BroadPhase, Error, PeriodicBox, Point, Validate};
 use spatium_host::boxes::{TestBox, corners, dim, same, same_opt};
@@ -72,7 +74,10 @@ pub fn images<B: BoundingBox>(domain: &PeriodicBox<B::Point>, b: &B) -> Result<I
             f32::max(z + (m - a), m)
         };
         let too_short = Error::PeriodTooShort { axis: k as u8 };
-        if !(mx - m < l / 2.0) {
+        if matches!(
+            (mx - m).partial_cmp(&(l / 2.0)),
+            None | Some(Greater | Equal)
+        ) {
             return Err(too_short);
         }
         out.base[k] = (m, mx);
@@ -81,7 +86,7 @@ pub fn images<B: BoundingBox>(domain: &PeriodicBox<B::Point>, b: &B) -> Result<I
             if !s.0.is_finite() {
                 return Err(Error::OutOfRange);
             }
-            if !(m - s.1 >= l / 2.0) {
+            if matches!((m - s.1).partial_cmp(&(l / 2.0)), None | Some(Less)) {
                 return Err(too_short);
             }
             out.shifted[k] = Some(s);

@@ -110,6 +110,17 @@ impl<P: Point> PeriodicBox<P> {
             return Ok((*b, 0));
         }
         let (lo, hi) = (b.min(), b.max());
+        // Fast path, most boxes: inside `[lo, hi)` and short enough along
+        // every periodic axis; the general path below gives the same box.
+        let inside = (0..P::DIM).all(|k| {
+            !self.is_periodic_axis(k) || {
+                let (a, z) = (lo.coord(k), hi.coord(k));
+                a >= self.lo.coord(k) && z < self.hi.coord(k) && z - a < self.half.coord(k)
+            }
+        });
+        if inside {
+            return Ok((*b, 0));
+        }
         let mut min = [0.0f32; 3];
         let mut max = [0.0f32; 3];
         let mut crossing = 0u8;
@@ -125,7 +136,10 @@ impl<P: Point> PeriodicBox<P> {
                 let l = self.lengths().coord(k);
                 let half = l * 0.5;
                 let axis = k as u8;
-                if !(mx - m < half) {
+                let extent = mx - m;
+                // Never NaN (`mx` is at least `m`, both not NaN); written to
+                // refuse NaN anyway.
+                if extent >= half || extent.is_nan() {
                     return Err(Error::PeriodTooShort { axis });
                 }
                 if mx >= self.hi().coord(k) {
@@ -133,7 +147,8 @@ impl<P: Point> PeriodicBox<P> {
                     if !sm.is_finite() {
                         return Err(Error::OutOfRange);
                     }
-                    if !(m - smx >= half) {
+                    let gap = m - smx;
+                    if gap < half || gap.is_nan() {
                         return Err(Error::PeriodTooShort { axis });
                     }
                     crossing |= 1 << k;
@@ -198,6 +213,11 @@ impl<B: BoundingBox> Default for PeriodicSlot<B> {
         Self::EMPTY
     }
 }
+
+/// Updates per batch handed to the inner structure's `update_many` by
+/// [`PeriodicBroadPhase`]'s (a stack buffer of this many `(u32, B)`: 896
+/// bytes in 3D).
+pub const UPDATE_BATCH: usize = 32;
 
 /// The subsets of `mask` in increasing order, `0` first.
 fn subsets(mask: u8) -> impl Iterator<Item = u8> {
@@ -319,10 +339,15 @@ where
         id + u32::from(k) * self.cap
     }
 
-    /// Splits an inner id into `(id, k)`.
+    /// Splits an inner id into `(id, k)`. Image 0 (most ids) without a
+    /// division.
     #[inline(always)]
     fn split(cap: u32, inner: u32) -> (u32, u8) {
-        (inner % cap, (inner / cap) as u8)
+        if inner < cap {
+            (inner, 0)
+        } else {
+            (inner % cap, (inner / cap) as u8)
+        }
     }
 
     fn slot(&self, id: u32) -> Result<(B, u8), Error> {
@@ -345,6 +370,10 @@ where
     /// Inserts the images `k ⊆ crossing` of `id`; on an inner error removes
     /// those inserted.
     fn insert_images(&mut self, id: u32, b0: &B, crossing: u8) -> Result<(), Error> {
+        if crossing == 0 {
+            // Most boxes: image 0 only.
+            return self.inner.insert(id, *b0);
+        }
         for k in subsets(crossing) {
             let image = self.domain.shift_box(b0, k);
             if let Err(e) = self.inner.insert(self.image_id(id, k), image) {
@@ -357,9 +386,40 @@ where
         Ok(())
     }
 
+    /// [`BroadPhase::update`].
+    fn update_box(&mut self, id: u32, aabb: B) -> Result<(), Error> {
+        let (old, oc) = self.slot(id)?;
+        let (b0, nc) = self.domain.wrap_box(&aabb)?;
+        self.move_images(id, &old, oc, &b0, nc)?;
+        self.set_slot(id, PeriodicSlot { aabb, images: nc });
+        Ok(())
+    }
+
+    /// Applies a batch of image-0-only updates (`images`, the inner ids
+    /// and images of the caller's `given` updates) through the inner
+    /// structure's `update_many`; if it refuses, applies `given` one by one
+    /// (an element the inner structure already applied is rewritten with
+    /// the same box), stopping at the first failure.
+    fn flush(&mut self, images: &[(u32, B)], given: &[(u32, B)]) -> Result<(), Error> {
+        if self.inner.update_many(images).is_ok() {
+            for &(id, aabb) in given {
+                self.set_slot(id, PeriodicSlot { aabb, images: 0 });
+            }
+            return Ok(());
+        }
+        for &(id, aabb) in given {
+            self.update_box(id, aabb)?;
+        }
+        Ok(())
+    }
+
     /// Moves `id` from the images of `old` (crossing `oc`) to those of
     /// `b0` (crossing `nc`); on an inner error puts back what it changed.
     fn move_images(&mut self, id: u32, old: &B, oc: u8, b0: &B, nc: u8) -> Result<(), Error> {
+        if oc | nc == 0 {
+            // Most boxes: image 0 only, before and after.
+            return self.inner.update(id, *b0);
+        }
         for k in subsets(nc) {
             let image = self.domain.shift_box(b0, k);
             let inner_id = self.image_id(id, k);
@@ -443,24 +503,53 @@ where
     /// structure's errors; nothing changes on error (changed images are
     /// put back).
     fn update(&mut self, id: u32, aabb: B) -> Result<(), Error> {
-        let (old, oc) = self.slot(id)?;
-        let (b0, nc) = self.domain.wrap_box(&aabb)?;
-        self.move_images(id, &old, oc, &b0, nc)?;
-        self.set_slot(id, PeriodicSlot { aabb, images: nc });
-        Ok(())
+        self.update_box(id, aabb)
     }
 
     /// As the trait documents: every id and box is checked first (including
     /// [`Error::PeriodTooShort`]), then the updates are applied in order;
     /// an inner error stops at that element (it is undone, those before it
     /// stay applied).
+    ///
+    /// Runs of boxes with image 0 only, before and after (most boxes), go
+    /// to the inner structure's own `update_many` in batches of
+    /// [`UPDATE_BATCH`] (a stack buffer); if a batch is refused, its
+    /// elements are applied one by one as `update`, which
+    /// stops at the failing one.
     fn update_many(&mut self, updates: &[(u32, B)]) -> Result<(), Error> {
         for &(id, aabb) in updates {
             self.slot(id)?;
             self.domain.wrap_box(&aabb)?;
         }
-        for &(id, aabb) in updates {
-            self.update(id, aabb)?;
+        let mut batch = [(0u32, B::ZERO); UPDATE_BATCH];
+        let (mut n, mut from) = (0usize, 0usize);
+        for (x, &(id, aabb)) in updates.iter().enumerate() {
+            let (_, oc) = self.slot(id)?;
+            let (b0, nc) = self.domain.wrap_box(&aabb)?;
+            if oc | nc == 0 {
+                if n == 0 {
+                    from = x;
+                }
+                if let Some(e) = batch.get_mut(n) {
+                    *e = (id, b0);
+                }
+                n += 1;
+                if n == UPDATE_BATCH {
+                    self.flush(&batch, updates.get(from..=x).unwrap_or_default())?;
+                    n = 0;
+                }
+            } else {
+                if n > 0 {
+                    let given = updates.get(from..x).unwrap_or_default();
+                    self.flush(batch.get(..n).unwrap_or_default(), given)?;
+                    n = 0;
+                }
+                self.update_box(id, aabb)?;
+            }
+        }
+        if n > 0 {
+            let given = updates.get(from..).unwrap_or_default();
+            self.flush(batch.get(..n).unwrap_or_default(), given)?;
         }
         Ok(())
     }
