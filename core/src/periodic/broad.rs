@@ -346,7 +346,10 @@ where
         if inner < cap {
             (inner, 0)
         } else {
-            (inner % cap, (inner / cap) as u8)
+            // `cap == 0` stores nothing, so never gets here; a division
+            // that cannot panic anyway.
+            let k = inner.checked_div(cap).unwrap_or(0);
+            (inner - k * cap, k as u8)
         }
     }
 
