@@ -41,7 +41,8 @@ enum Case {
 fn broad<B: TestBox>(kind: BroadKind, mask: u8, ops: &[PeriodicOp]) {
     let domain = periodic_model::domain::<B::Point>(mask);
     let inner = registry::broad::<B>(kind, CAPACITY << B::Point::DIM);
-    let Ok(mut t) = PeriodicBroadPhase::new(inner, domain, vec![PeriodicSlot::<B>::EMPTY; CAPACITY])
+    let Ok(mut t) =
+        PeriodicBroadPhase::new(inner, domain, vec![PeriodicSlot::<B>::EMPTY; CAPACITY])
     else {
         panic!("{}: construction refused", registry::broad_name::<B>(kind));
     };
