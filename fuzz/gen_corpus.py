@@ -10,8 +10,9 @@ is the variant index, a collection one "keep going" byte (1) before each
 element and a 0 after the last. Keep this file in step with the types in the
 targets.
 
-Usage: python3 gen_corpus.py [OUT_DIR [HHG_OUT_DIR [KDTREE_OUT_DIR]]]
-       (default: corpus/uniform_hash, corpus/hhg and corpus/kdtree)
+Usage: python3 gen_corpus.py [OUT_DIR [HHG_OUT_DIR [KDTREE_OUT_DIR [PERIODIC_OUT_DIR]]]]
+       (default: corpus/uniform_hash, corpus/hhg, corpus/kdtree and
+       corpus/periodic; the periodic seeds are at the end of this file)
 """
 
 import os
@@ -869,6 +870,64 @@ KD_SEEDS = {
 }
 
 
+# --- periodic (fuzz_targets/periodic.rs) -----------------------------------
+# Case::Broad { kind: u8, three_d: bool, mask: u8, ops: Vec<PeriodicOp> };
+# PeriodicOp: Insert(u8, BoxSpec), Update(u8, BoxSpec),
+# UpdateMany(Vec<(u8, BoxSpec)>), Remove(u8), Query(BoxSpec), Overlaps, Clear;
+# BoxSpec { lo: [i8; 3] (quarter units), size: [u8; 3], fault: u8 }
+# (host-tests/src/periodic_model.rs).
+
+
+def p_box(lo, size, fault=0):
+    return b"".join(i8(x) for x in lo) + b"".join(u8(x) for x in size) + u8(fault)
+
+
+def p_op(index, *fields):
+    return variant(index, 7) + b"".join(fields)
+
+
+def p_case(kind, three_d, mask, ops):
+    return variant(0, 1) + u8(kind) + boolean(three_d) + u8(mask) + vec(ops)
+
+
+PERIODIC_SEEDS = {
+    # Cubes at the upper faces and corner of the domain (x in [-1, 7)),
+    # pairs across the faces, a query at the lower corner, a move back in.
+    "seed-corner-3d": p_case(
+        0,
+        True,
+        0b111,
+        [
+            p_op(0, u8(0), p_box([26, 22, 30], [2, 2, 2])),
+            p_op(0, u8(1), p_box([-4, 2, -8], [1, 1, 1])),
+            p_op(0, u8(2), p_box([10, 10, 10], [3, 3, 3])),
+            p_op(5),
+            p_op(4, p_box([-5, 1, -9], [1, 1, 1])),
+            p_op(1, u8(0), p_box([8, 8, 8], [2, 2, 2])),
+            p_op(2, vec([u8(1) + p_box([27, 23, 31], [2, 2, 2]), u8(2) + p_box([0, 0, 0], [7, 2, 2])])),
+            p_op(3, u8(1)),
+            p_op(5),
+        ],
+    ),
+    # 2D, x periodic only: faults (NaN, too long, duplicate, out of range).
+    "seed-faults-2d": p_case(
+        1,
+        False,
+        0b01,
+        [
+            p_op(0, u8(3), p_box([27, 0, 0], [3, 2, 0])),
+            p_op(0, u8(3), p_box([0, 0, 0], [1, 1, 0])),
+            p_op(0, u8(4), p_box([0, 0, 0], [1, 1, 0], 10)),
+            p_op(0, u8(5), p_box([0, 0, 0], [7, 1, 0])),
+            p_op(0, u8(200), p_box([0, 0, 0], [1, 1, 0])),
+            p_op(0, u8(6), p_box([-3, 0, 0], [2, 2, 0], 13)),
+            p_op(5),
+            p_op(6),
+        ],
+    ),
+}
+
+
 def write(out, seeds):
     os.makedirs(out, exist_ok=True)
     for name, data in seeds.items():
@@ -888,6 +947,8 @@ def main():
     write(out, SEEDS)
     write(hhg_out, HHG_SEEDS)
     write(kd_out, KD_SEEDS)
+    periodic_out = sys.argv[4] if len(sys.argv) > 4 else os.path.join(here, "corpus", "periodic")
+    write(periodic_out, PERIODIC_SEEDS)
 
 
 if __name__ == "__main__":

@@ -162,7 +162,7 @@ else
     stage "cargo clippy (fuzz crate, -D warnings)"
     cargo clippy --manifest-path fuzz/Cargo.toml --all-targets -- -D warnings
 
-    for target in uniform_hash hhg kdtree hhash sph broad_phase neighbor_search decomp; do
+    for target in uniform_hash hhg kdtree hhash sph broad_phase neighbor_search decomp periodic; do
         stage "fuzz: $target for ${FUZZ_SECONDS}s"
         # Fuzz a copy of the committed seed corpus so the run leaves the
         # repository clean: new inputs go to fuzz/target/corpus-run-<target>,

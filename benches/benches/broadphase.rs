@@ -22,15 +22,26 @@
 //! the ray test on its nodes for all hits): the nearest box (`first_box`)
 //! and every box in order (`cast_boxes`). Before timing, every
 //! implementation's hits are checked against brute force's.
+//!
+//! A fourth group, `periodic/N/STRUCTURE-PHASE-FORM`, times
+//! `spatium::PeriodicBroadPhase` over the hierarchical hash grid and the
+//! kd-tree against the same structure used directly (`plain`), on the same
+//! moving cubes (N = 10⁴ and 10⁵) in the scene's own domain `[0, extent)³`,
+//! periodic along every axis for the adapter, so every box beyond an upper
+//! face is stored twice or more: `build` (clear, insert every box, every
+//! overlapping pair) and `step` (`update_many` of every box, every pair).
+//! The periodic run finds the pairs across the faces too. Before timing it
+//! prints the image count and both pair counts.
 
 use core::hint::black_box;
 use core::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use spatium::exec::Padded;
+use spatium::kdtree::{KdBroadPhase, KdConfig, KdRecord, KdSlot};
 use spatium::{
-    Aabb3, BroadPhase, BruteForceBroadPhase, HhgConfig, Point, Ray, RayCast, RayHit,
-    UpdateStrategy, Vec3,
+    Aabb3, BroadPhase, BruteForceBroadPhase, HhgConfig, PeriodicBox, PeriodicBroadPhase,
+    PeriodicSlot, Point, Ray, RayCast, RayHit, UpdateStrategy, Vec3,
 };
 use spatium_benches::bp_peers::{ParryBvh, SweepAndPrune};
 use spatium_host::make;
@@ -303,5 +314,115 @@ fn bench_rays(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, bench, bench_threads, bench_rays);
+/// A hierarchical hash grid for ids below `ids`, with arena room for
+/// `boxes` boxes.
+fn hhg_for(ids: usize, boxes: usize) -> make::VecHhg<Aabb3> {
+    let cfg = HhgConfig::DEFAULT;
+    make::hhg::<Aabb3>(ids, 2 * cfg.arena_words_for::<Aabb3>(boxes), cfg)
+}
+
+type VecKd = KdBroadPhase<Aabb3, u64, Vec<KdSlot<Aabb3>>, Vec<KdRecord<u64>>>;
+
+/// A kd-tree broad phase for ids below `ids`, with record room for `boxes`
+/// boxes (split boxes take up to 8 records).
+fn kd_for(ids: usize, boxes: usize) -> VecKd {
+    let records = 8 * boxes + 64;
+    KdBroadPhase::new(
+        vec![KdSlot::EMPTY; ids],
+        vec![KdRecord::EMPTY; records],
+        vec![KdRecord::EMPTY; records],
+        KdConfig::DEFAULT,
+    )
+}
+
+/// Clear, insert every box, count the pairs.
+fn build<T: BroadPhase<Aabb3>>(t: &mut T, boxes: &[Aabb3]) -> u64 {
+    t.clear();
+    for (i, b) in boxes.iter().enumerate() {
+        t.insert(i as u32, *b).unwrap();
+    }
+    let mut n = 0u64;
+    t.for_each_overlap(|_, _| n += 1).unwrap();
+    n
+}
+
+/// `update_many` of every box, count the pairs.
+fn step<T: BroadPhase<Aabb3>>(t: &mut T, updates: &[(u32, Aabb3)]) -> u64 {
+    t.update_many(updates).unwrap();
+    let mut n = 0u64;
+    t.for_each_overlap(|_, _| n += 1).unwrap();
+    n
+}
+
+/// One structure, plain and periodic: build and step, timed.
+fn bench_pair<T: BroadPhase<Aabb3> + Send + Sync>(
+    grp: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    name: &str,
+    plain: &mut T,
+    periodic: &mut PeriodicBroadPhase<Aabb3, T, Vec<PeriodicSlot<Aabb3>>>,
+    sets: [&[(u32, Aabb3)]; 2],
+    boxes: &[Aabb3],
+) {
+    let (pp, pq) = (build(plain, boxes), build(periodic, boxes));
+    eprintln!(
+        "periodic/{}/{name}: {} boxes, {} images ({:.2} per box), pairs plain {pp}, periodic {pq}",
+        boxes.len(),
+        periodic.box_count(),
+        periodic.image_count(),
+        periodic.image_count() as f64 / periodic.box_count() as f64
+    );
+    grp.bench_function(format!("{name}-build-plain"), |b| {
+        b.iter(|| black_box(build(plain, boxes)))
+    });
+    grp.bench_function(format!("{name}-build-periodic"), |b| {
+        b.iter(|| black_box(build(periodic, boxes)))
+    });
+    let mut k = 0usize;
+    grp.bench_function(format!("{name}-step-plain"), |b| {
+        b.iter(|| {
+            k += 1;
+            black_box(step(plain, sets[k % 2]))
+        })
+    });
+    let mut k = 0usize;
+    grp.bench_function(format!("{name}-step-periodic"), |b| {
+        b.iter(|| {
+            k += 1;
+            black_box(step(periodic, sets[k % 2]))
+        })
+    });
+}
+
+/// The periodic adapter against the structure it wraps.
+fn bench_periodic(c: &mut Criterion) {
+    for n in [N, N_PAR] {
+        let mut sc = moving_cubes::<Aabb3>(n, 5);
+        let domain = PeriodicBox::all(Vec3::ZERO, sc.extent).unwrap();
+        let start = sc.boxes.clone();
+        sc.step();
+        let with_ids = |bs: &[Aabb3]| -> Vec<(u32, Aabb3)> {
+            bs.iter().enumerate().map(|(i, b)| (i as u32, *b)).collect()
+        };
+        let (a, b) = (with_ids(&start), with_ids(&sc.boxes));
+        let sets: [&[(u32, Aabb3)]; 2] = [&a, &b];
+        let mut grp = c.benchmark_group(format!("periodic/{n}"));
+        grp.sample_size(10).measurement_time(Duration::from_secs(3));
+        // Room for the images: a unit cube in a period L has (1 + 1/L)³
+        // images on average; 1.5 n is generous for both sizes.
+        let images = n + n / 2;
+        let slots = || vec![PeriodicSlot::EMPTY; n];
+        let mut plain = hhg_for(n, n);
+        // The same arena as the plain grid: one sized for more boxes gets
+        // larger cell tables (a different grid, not the adapter's cost).
+        let mut periodic = PeriodicBroadPhase::new(hhg_for(8 * n, n), domain, slots()).unwrap();
+        bench_pair(&mut grp, "hhg", &mut plain, &mut periodic, sets, &start);
+        drop((plain, periodic));
+        let mut plain = kd_for(n, n);
+        let mut periodic = PeriodicBroadPhase::new(kd_for(8 * n, images), domain, slots()).unwrap();
+        bench_pair(&mut grp, "kdtree", &mut plain, &mut periodic, sets, &start);
+        grp.finish();
+    }
+}
+
+criterion_group!(benches, bench, bench_threads, bench_rays, bench_periodic);
 criterion_main!(benches);

@@ -222,6 +222,9 @@ impl<P: Point> PeriodicBox<P> {
     }
 }
 
+mod broad;
+pub use broad::{PeriodicBroadPhase, PeriodicSlot, UPDATE_BATCH};
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -18,6 +18,7 @@ pub mod decomp_oracle;
 pub mod hhg_model;
 pub mod kd_model;
 pub mod model;
+pub mod periodic_model;
 pub mod props;
 pub mod registry;
 pub mod uniform_model;

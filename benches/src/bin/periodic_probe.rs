@@ -1,0 +1,175 @@
+//! Where the periodic adapter's time goes: moving cubes (10⁴ and 10⁵) in
+//! their own domain, periodic along every axis, on the hierarchical hash
+//! grid and the kd-tree. Each configuration is timed in turns with the
+//! others (same run, medians of 7 rounds), phase by phase: insert every box,
+//! all pairs, `update_many` of every box, all pairs. Configurations:
+//!
+//! * `plain`: the structure with ids below N;
+//! * `plain-8N`: the same structure with ids below 8N (the adapter's inner
+//!   id space), no adapter;
+//!
+//! (the grids get the same arena in every configuration: an arena sized for
+//! more boxes gives the grid larger cell tables, which is not the adapter's
+//! cost);
+//! * `adapter-none`: the adapter with no periodic axis (no images);
+//! * `periodic`: the adapter, periodic along every axis.
+//!
+//! `cargo run --release -p spatium-benches --bin periodic_probe`
+
+use std::time::Instant;
+
+use spatium::kdtree::{KdBroadPhase, KdConfig, KdRecord, KdSlot};
+use spatium::{Aabb3, BroadPhase, HhgConfig, PeriodicBox, PeriodicBroadPhase, PeriodicSlot, Vec3};
+use spatium_host::make;
+use spatium_host::scenarios::moving_cubes;
+
+type VecKd = KdBroadPhase<Aabb3, u64, Vec<KdSlot<Aabb3>>, Vec<KdRecord<u64>>>;
+
+fn hhg(ids: usize, boxes: usize) -> make::VecHhg<Aabb3> {
+    let cfg = HhgConfig::DEFAULT;
+    make::hhg::<Aabb3>(ids, 2 * cfg.arena_words_for::<Aabb3>(boxes), cfg)
+}
+
+fn kd(ids: usize, boxes: usize) -> VecKd {
+    let r = 8 * boxes + 64;
+    KdBroadPhase::new(
+        vec![KdSlot::EMPTY; ids],
+        vec![KdRecord::EMPTY; r],
+        vec![KdRecord::EMPTY; r],
+        KdConfig::DEFAULT,
+    )
+}
+
+/// Seconds of insert, pairs, update, pairs.
+fn phases(t: &mut dyn Run, a: &[(u32, Aabb3)], b: &[(u32, Aabb3)]) -> [f64; 4] {
+    let mut out = [0.0; 4];
+    t.clear();
+    let s = Instant::now();
+    t.insert_all(a);
+    out[0] = s.elapsed().as_secs_f64();
+    let s = Instant::now();
+    core::hint::black_box(t.pairs());
+    out[1] = s.elapsed().as_secs_f64();
+    let s = Instant::now();
+    t.update_all(b);
+    out[2] = s.elapsed().as_secs_f64();
+    let s = Instant::now();
+    core::hint::black_box(t.pairs());
+    out[3] = s.elapsed().as_secs_f64();
+    out
+}
+
+trait Run {
+    fn clear(&mut self);
+    fn insert_all(&mut self, a: &[(u32, Aabb3)]);
+    fn update_all(&mut self, a: &[(u32, Aabb3)]);
+    fn pairs(&mut self) -> u64;
+}
+
+impl<T: BroadPhase<Aabb3>> Run for T {
+    fn clear(&mut self) {
+        BroadPhase::clear(self);
+    }
+    fn insert_all(&mut self, a: &[(u32, Aabb3)]) {
+        for &(i, b) in a {
+            self.insert(i, b).unwrap();
+        }
+    }
+    fn update_all(&mut self, a: &[(u32, Aabb3)]) {
+        self.update_many(a).unwrap();
+    }
+    fn pairs(&mut self) -> u64 {
+        let mut n = 0;
+        self.for_each_overlap(|_, _| n += 1).unwrap();
+        n
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn main() {
+    for n in [10_000usize, 100_000] {
+        let mut sc = moving_cubes::<Aabb3>(n, 5);
+        let all = PeriodicBox::all(Vec3::ZERO, sc.extent).unwrap();
+        let a: Vec<(u32, Aabb3)> = sc
+            .boxes
+            .iter()
+            .enumerate()
+            .map(|(i, b)| (i as u32, *b))
+            .collect();
+        sc.step();
+        let b: Vec<(u32, Aabb3)> = sc
+            .boxes
+            .iter()
+            .enumerate()
+            .map(|(i, b)| (i as u32, *b))
+            .collect();
+        let im = n + n / 2;
+        let slots = || vec![PeriodicSlot::EMPTY; n];
+        for name in ["hhg", "kdtree"] {
+            let mut runs: Vec<(&str, Box<dyn Run>)> = if name == "hhg" {
+                vec![
+                    ("plain", Box::new(hhg(n, n))),
+                    ("plain-8N", Box::new(hhg(8 * n, n))),
+                    (
+                        "adapter-none",
+                        Box::new(
+                            PeriodicBroadPhase::new(hhg(8 * n, n), PeriodicBox::NONE, slots())
+                                .unwrap(),
+                        ),
+                    ),
+                    (
+                        "periodic",
+                        Box::new(PeriodicBroadPhase::new(hhg(8 * n, n), all, slots()).unwrap()),
+                    ),
+                ]
+            } else {
+                vec![
+                    ("plain", Box::new(kd(n, n))),
+                    ("plain-8N", Box::new(kd(8 * n, n))),
+                    (
+                        "adapter-none",
+                        Box::new(
+                            PeriodicBroadPhase::new(kd(8 * n, im), PeriodicBox::NONE, slots())
+                                .unwrap(),
+                        ),
+                    ),
+                    (
+                        "periodic",
+                        Box::new(PeriodicBroadPhase::new(kd(8 * n, im), all, slots()).unwrap()),
+                    ),
+                ]
+            };
+            let mut times: Vec<[Vec<f64>; 4]> = runs.iter().map(|_| Default::default()).collect();
+            for _ in 0..7 {
+                for (k, (_, t)) in runs.iter_mut().enumerate() {
+                    let p = phases(t.as_mut(), &a, &b);
+                    for q in 0..4 {
+                        times[k][q].push(p[q]);
+                    }
+                }
+            }
+            let base: Vec<f64> = times[0].iter().map(|v| median(v.clone())).collect();
+            println!("{name} n={n}: medians in ms (ratio to plain)");
+            for (k, (label, _)) in runs.iter().enumerate() {
+                let m: Vec<f64> = times[k].iter().map(|v| median(v.clone())).collect();
+                let build = m[0] + m[1];
+                let step = m[2] + m[3];
+                println!(
+                    "  {label:13} insert {:7.2} pairs {:7.2} update {:7.2} pairs {:7.2} | build+pairs {:7.2} ({:.2}x) update+pairs {:7.2} ({:.2}x)",
+                    m[0] * 1e3,
+                    m[1] * 1e3,
+                    m[2] * 1e3,
+                    m[3] * 1e3,
+                    build * 1e3,
+                    build / (base[0] + base[1]),
+                    step * 1e3,
+                    step / (base[2] + base[3]),
+                );
+            }
+        }
+    }
+}

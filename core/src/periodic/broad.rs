@@ -1,0 +1,919 @@
+//! Broad phases with periodic overlap: one adapter,
+//! [`PeriodicBroadPhase`], that makes any [`BroadPhase`] periodic.
+//!
+//! # Images
+//!
+//! A box is stored in the inner structure as up to `2^p` *images* (`p`
+//! periodic axes). Image 0 is the box translated so that its lower corner
+//! lies in `[lo, hi)` along every periodic axis
+//! ([`PeriodicBox::wrap_box`]); along an axis where image 0 crosses the
+//! upper face (`max ≥ hi`) it also has an image shifted by `−L`. Image `k`,
+//! a bit mask of axes, is image 0 shifted by `−L` along the axes of `k`
+//! ([`PeriodicBox::shift_box`]); it exists for every `k` that is a subset
+//! of the box's *crossing mask*. Image `k` of the adapter's id `i` is
+//! stored in the inner structure under the id `i + k · cap`, `cap` the
+//! adapter's id capacity. In practice only boxes at the upper faces have
+//! images besides image 0: a cube of edge `s` in a period `L` has on
+//! average `(1 + s/L)^p` images.
+//!
+//! # Periodic overlap
+//!
+//! Boxes `a` and `b` with images `a0`, `b0` overlap periodically iff along
+//! every axis their closed intervals overlap for one of the choices
+//! `(a0, b0)`, `(a0, b0 − L)` (only if `b` crosses that axis's upper face),
+//! `(a0 − L, b0)` (only if `a` does), where `x − L` is the float image the
+//! adapter stores; along a non-periodic axis the only choice is `(a0, b0)`.
+//!
+//! # Each pair exactly once: the integer rule
+//!
+//! The inner structure reports pairs of images `(i + ka·cap, j + kb·cap)`;
+//! the adapter reports `(i, j)` only when `i ≠ j` and `ka & kb == 0` (no
+//! axis along which both images are shifted). This reports every
+//! periodically overlapping pair exactly once, and no other pair:
+//!
+//! * Along each axis at most one of the three choices overlaps. Every
+//!   stored box has, along each periodic axis, an extent `e < L/2` and,
+//!   where it crosses, a *gap* `g = a0.min − (a0 − L).max ≥ L/2` (both
+//!   checked on the floats stored, [`Error::PeriodTooShort`] otherwise).
+//!   `(a0, b0)` and `(a0, b0 − L)` both overlapping would need
+//!   `b0.min ≤ a0.max` and `a0.min ≤ (b0 − L).max`, so `g_b ≤ e_a`:
+//!   impossible. `(a0, b0)` with `(a0 − L, b0)` is the same with the roles
+//!   swapped. `(a0, b0 − L)` with `(a0 − L, b0)` would need
+//!   `a0.min ≤ (b0 − L).max ≤ b0.min − L/2 ≤ (a0 − L).max − L/2 ≤ a0.min − L`:
+//!   impossible.
+//! * So the choice along each axis is unique, and the choices of all axes
+//!   together name exactly one pair of images `(ka, kb)` with
+//!   `ka & kb == 0`; both images exist, since a box is shifted along an
+//!   axis only where it crosses. The inner structure reports that image
+//!   pair once; every other image pair with `ka & kb == 0` fails some axis.
+//! * The image pair with both shifted along an axis is the same overlap
+//!   moved by `−L` (in real arithmetic) and is dropped by the integer test
+//!   alone: no float comparison decides which of the two copies counts.
+//! * Two images of one box never overlap (the gap is positive along a
+//!   shifted axis), and `i ≠ j` is checked anyway.
+//!
+//! A query box is wrapped the same way (and refused the same way); stored
+//! image `ka` found by query image `kq` counts only when `ka & kq == 0`,
+//! so each stored id is reported once.
+//!
+//! # Limits
+//!
+//! * Boxes (and query boxes) shorter than half the period along every
+//!   periodic axis; longer ones are refused with
+//!   [`Error::PeriodTooShort`].
+//! * The inner structure needs ids below `cap · 2^DIM` (its capacity is
+//!   checked by [`PeriodicBroadPhase::new`]), so `cap · 2^DIM` must stay
+//!   below [`crate::ids::MAX_IDS`].
+
+use crate::error::{Corruption, Error, Validate, ensure};
+use crate::exec::Executor;
+use crate::geom::{BoundingBox, Point};
+use crate::periodic::PeriodicBox;
+use crate::storage::Storage;
+use crate::traits::BroadPhase;
+
+impl<P: Point> PeriodicBox<P> {
+    /// Image 0 of a valid box `b` and its crossing mask.
+    ///
+    /// Along each periodic axis `k` the box is translated so that its lower
+    /// corner is [`wrap_coord`](Self::wrap_coord)`(k, min)`: a box whose
+    /// lower corner is already inside keeps both corners bit for bit;
+    /// otherwise `max' = max + (min' − min)` (at least `min'`), a
+    /// translation by a whole number of periods up to rounding, computed
+    /// from the box alone (deterministic). Bit `k` of the crossing mask is
+    /// set when `max' ≥ hi` along periodic axis `k`. Non-periodic axes are
+    /// unchanged.
+    ///
+    /// # Errors
+    /// [`Error::NonFinite`], [`Error::InvertedBox`] for a bad box;
+    /// [`Error::PeriodTooShort`] for the first periodic axis along which
+    /// image 0's extent `max' − min'` is not below `L/2`, or along which the
+    /// box crosses and its gap `min' − (max' − L)` is below `L/2`;
+    /// [`Error::OutOfRange`] if the shifted image `min' − L` overflows.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use spatium::{Aabb2, PeriodicBox, Vec2};
+    ///
+    /// let domain = PeriodicBox::new(Vec2::ZERO, Vec2::new(10.0, 10.0), 0b01)?;
+    /// let b = Aabb2::new(Vec2::new(19.5, 3.0), Vec2::new(20.5, 4.0))?;
+    /// let (b0, crossing) = domain.wrap_box(&b)?;
+    /// assert_eq!(b0, Aabb2::new(Vec2::new(9.5, 3.0), Vec2::new(10.5, 4.0))?);
+    /// assert_eq!(crossing, 0b01);
+    /// assert_eq!(domain.shift_box(&b0, 0b01).min, Vec2::new(-0.5, 3.0));
+    /// # Ok::<(), spatium::Error>(())
+    /// ```
+    pub fn wrap_box(&self, b: &P::Aabb) -> Result<(P::Aabb, u8), Error> {
+        b.check()?;
+        if self.axes() == 0 {
+            return Ok((*b, 0));
+        }
+        let (lo, hi) = (b.min(), b.max());
+        // Fast path, most boxes: inside `[lo, hi)` and short enough along
+        // every periodic axis; the general path below gives the same box.
+        let inside = (0..P::DIM).all(|k| {
+            !self.is_periodic_axis(k) || {
+                let (a, z) = (lo.coord(k), hi.coord(k));
+                a >= self.lo.coord(k) && z < self.hi.coord(k) && z - a < self.half.coord(k)
+            }
+        });
+        if inside {
+            return Ok((*b, 0));
+        }
+        let mut min = [0.0f32; 3];
+        let mut max = [0.0f32; 3];
+        let mut crossing = 0u8;
+        for k in 0..P::DIM {
+            let (a, z) = (lo.coord(k), hi.coord(k));
+            let (m, mx) = if self.is_periodic_axis(k) {
+                let m = self.wrap_coord(k, a);
+                let mx = if m.to_bits() == a.to_bits() {
+                    z
+                } else {
+                    (z + (m - a)).max(m)
+                };
+                let l = self.lengths().coord(k);
+                let half = l * 0.5;
+                let axis = k as u8;
+                let extent = mx - m;
+                // Never NaN (`mx` is at least `m`, both not NaN); written to
+                // refuse NaN anyway.
+                if extent >= half || extent.is_nan() {
+                    return Err(Error::PeriodTooShort { axis });
+                }
+                if mx >= self.hi().coord(k) {
+                    let (sm, smx) = (m - l, mx - l);
+                    if !sm.is_finite() {
+                        return Err(Error::OutOfRange);
+                    }
+                    let gap = m - smx;
+                    if gap < half || gap.is_nan() {
+                        return Err(Error::PeriodTooShort { axis });
+                    }
+                    crossing |= 1 << k;
+                }
+                (m, mx)
+            } else {
+                (a, z)
+            };
+            if let (Some(x), Some(y)) = (min.get_mut(k), max.get_mut(k)) {
+                (*x, *y) = (m, mx);
+            }
+        }
+        let image = P::Aabb::try_new(P::from_fn(|k| min[k]), P::from_fn(|k| max[k]))?;
+        Ok((image, crossing))
+    }
+
+    /// `b` shifted by `−L` along the periodic axes whose bit is set in `k`
+    /// (both corners, `x − L` in `f32`); other bits are ignored. Applied to
+    /// an image 0 from [`wrap_box`](Self::wrap_box) with `k` a subset of its
+    /// crossing mask, the result is a valid box (`wrap_box` checked it).
+    pub fn shift_box(&self, b: &P::Aabb, k: u8) -> P::Aabb {
+        let k = k & self.axes();
+        if k == 0 {
+            return *b;
+        }
+        let l = self.lengths();
+        let s = P::from_fn(|a| if k & (1 << a) != 0 { l.coord(a) } else { 0.0 });
+        let (lo, hi) = (b.min() - s, b.max() - s);
+        // Valid whenever `b` and `k` are as documented; never panics.
+        P::Aabb::try_new(lo, hi).unwrap_or(*b)
+    }
+}
+
+/// One id's slot in a [`PeriodicBroadPhase`]: the box as the caller gave
+/// it and the crossing mask of its image 0 (which images are stored).
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct PeriodicSlot<B> {
+    aabb: B,
+    /// Crossing mask, or [`ABSENT`].
+    images: u8,
+}
+
+/// `images` of an unused slot.
+const ABSENT: u8 = u8::MAX;
+
+impl<B: BoundingBox> PeriodicSlot<B> {
+    /// An unused slot.
+    pub const EMPTY: Self = Self {
+        aabb: B::ZERO,
+        images: ABSENT,
+    };
+
+    fn stored(&self) -> Option<(B, u8)> {
+        (self.images != ABSENT).then_some((self.aabb, self.images))
+    }
+}
+
+impl<B: BoundingBox> Default for PeriodicSlot<B> {
+    /// The unused value, [`PeriodicSlot::EMPTY`].
+    fn default() -> Self {
+        Self::EMPTY
+    }
+}
+
+/// Updates per batch handed to the inner structure's `update_many` by
+/// [`PeriodicBroadPhase`]'s (a stack buffer of this many `(u32, B)`: 896
+/// bytes in 3D).
+pub const UPDATE_BATCH: usize = 32;
+
+/// The subsets of `mask` in increasing order, `0` first.
+fn subsets(mask: u8) -> impl Iterator<Item = u8> {
+    let mut next = Some(0u8);
+    core::iter::from_fn(move || {
+        let k = next?;
+        next = (k != mask).then(|| k.wrapping_sub(mask) & mask);
+        Some(k)
+    })
+}
+
+/// Any broad phase made periodic: boxes in a [`PeriodicBox`] domain overlap
+/// when some periodic images of them overlap (the module documentation
+/// gives the images, the definition and the proof that every pair is
+/// reported exactly once).
+///
+/// Memory: the inner structure, sized for `cap · 2^DIM` ids (its own
+/// formula), plus the adapter's slots, `cap · size_of::<PeriodicSlot<B>>()`
+/// = `cap · (size_of::<B>() + 4)` bytes (28 bytes per id in 3D, 20 in 2D),
+/// which keep each caller's box as given. A box holds `2^c` inner ids, `c`
+/// the number of upper faces it crosses (at most `2^p` for `p` periodic
+/// axes; 1 for most boxes), so the inner structure's occupancy-dependent
+/// storage (pools, arenas, records) needs room for the images, not just
+/// the boxes.
+///
+/// Costs: each operation is the inner structure's, once per image;
+/// pairs and queries add an integer division per reported image pair.
+///
+/// # Example
+///
+/// ```
+/// use spatium::{Aabb2, BroadPhase, BruteForceBroadPhase, BruteSlot, Vec2};
+/// use spatium::periodic::{PeriodicBox, PeriodicBroadPhase, PeriodicSlot};
+///
+/// let domain = PeriodicBox::all(Vec2::ZERO, Vec2::new(10.0, 10.0))?;
+/// // 4 ids, so the inner structure needs 4 · 2² ids.
+/// let inner = BruteForceBroadPhase::new([BruteSlot::<Aabb2>::EMPTY; 16]);
+/// let mut bp = PeriodicBroadPhase::new(inner, domain, [PeriodicSlot::EMPTY; 4])?;
+/// bp.insert(0, Aabb2::new(Vec2::new(9.5, 9.5), Vec2::new(10.5, 10.5))?)?;
+/// bp.insert(1, Aabb2::new(Vec2::new(0.2, 0.2), Vec2::new(1.0, 1.0))?)?; // across the corner
+/// let mut pairs = 0;
+/// bp.for_each_overlap(|a, b| { assert_eq!((a.min(b), a.max(b)), (0, 1)); pairs += 1 })?;
+/// assert_eq!(pairs, 1);
+/// # Ok::<(), spatium::Error>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct PeriodicBroadPhase<B: BoundingBox, I, S> {
+    inner: I,
+    domain: PeriodicBox<B::Point>,
+    slots: S,
+    /// The id capacity, `slots.len()`.
+    cap: u32,
+    len: usize,
+}
+
+impl<B, I, S> PeriodicBroadPhase<B, I, S>
+where
+    B: BoundingBox,
+    I: BroadPhase<B>,
+    S: Storage<PeriodicSlot<B>>,
+{
+    /// The broad phase `inner` made periodic in `domain`, with ids below
+    /// `slots.len()` (`cap`). The slots are reset to
+    /// [`PeriodicSlot::EMPTY`] (`O(cap)`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidStorage`] if `cap · 2^DIM` exceeds the inner
+    /// structure's capacity (or [`crate::ids::MAX_IDS`]), or if `inner`
+    /// already holds boxes.
+    pub fn new(inner: I, domain: PeriodicBox<B::Point>, mut slots: S) -> Result<Self, Error> {
+        let cap = slots.as_ref().len();
+        let images = cap
+            .checked_mul(1 << B::Point::DIM)
+            .filter(|&n| n <= crate::ids::MAX_IDS);
+        if images.is_none_or(|n| n > inner.capacity()) {
+            return Err(Error::InvalidStorage {
+                what: "inner capacity below slots · 2^DIM",
+            });
+        }
+        if inner.box_count() != 0 {
+            return Err(Error::InvalidStorage {
+                what: "inner broad phase not empty",
+            });
+        }
+        slots.as_mut().fill(PeriodicSlot::EMPTY);
+        Ok(Self {
+            inner,
+            domain,
+            slots,
+            cap: cap as u32,
+            len: 0,
+        })
+    }
+
+    /// The domain.
+    pub fn domain(&self) -> &PeriodicBox<B::Point> {
+        &self.domain
+    }
+
+    /// The inner structure (holding the images under ids `i + k · cap`).
+    pub fn inner(&self) -> &I {
+        &self.inner
+    }
+
+    /// Gives the inner structure and the slots back.
+    pub fn into_parts(self) -> (I, S) {
+        (self.inner, self.slots)
+    }
+
+    /// Number of images stored in the inner structure (`box_count()` plus
+    /// one per extra image).
+    pub fn image_count(&self) -> usize {
+        self.inner.box_count()
+    }
+
+    /// The inner id of image `k` of `id`.
+    #[inline(always)]
+    fn image_id(&self, id: u32, k: u8) -> u32 {
+        id + u32::from(k) * self.cap
+    }
+
+    /// Splits an inner id into `(id, k)`. Image 0 (most ids) without a
+    /// division.
+    #[inline(always)]
+    fn split(cap: u32, inner: u32) -> (u32, u8) {
+        if inner < cap {
+            (inner, 0)
+        } else {
+            // `cap == 0` stores nothing, so never gets here; a division
+            // that cannot panic anyway.
+            let k = inner.checked_div(cap).unwrap_or(0);
+            (inner - k * cap, k as u8)
+        }
+    }
+
+    fn slot(&self, id: u32) -> Result<(B, u8), Error> {
+        if id >= self.cap {
+            return Err(Error::IdOutOfRange { id });
+        }
+        self.slots
+            .as_ref()
+            .get(id as usize)
+            .and_then(PeriodicSlot::stored)
+            .ok_or(Error::UnknownId { id })
+    }
+
+    fn set_slot(&mut self, id: u32, slot: PeriodicSlot<B>) {
+        if let Some(s) = self.slots.as_mut().get_mut(id as usize) {
+            *s = slot;
+        }
+    }
+
+    /// Inserts the images `k ⊆ crossing` of `id`; on an inner error removes
+    /// those inserted.
+    fn insert_images(&mut self, id: u32, b0: &B, crossing: u8) -> Result<(), Error> {
+        if crossing == 0 {
+            // Most boxes: image 0 only.
+            return self.inner.insert(id, *b0);
+        }
+        for k in subsets(crossing) {
+            let image = self.domain.shift_box(b0, k);
+            if let Err(e) = self.inner.insert(self.image_id(id, k), image) {
+                for j in subsets(crossing).take_while(|&j| j != k) {
+                    let _ = self.inner.remove(self.image_id(id, j));
+                }
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// [`BroadPhase::update`].
+    fn update_box(&mut self, id: u32, aabb: B) -> Result<(), Error> {
+        let (old, oc) = self.slot(id)?;
+        let (b0, nc) = self.domain.wrap_box(&aabb)?;
+        self.move_images(id, &old, oc, &b0, nc)?;
+        self.set_slot(id, PeriodicSlot { aabb, images: nc });
+        Ok(())
+    }
+
+    /// Applies a batch of image-0-only updates (`images`, the inner ids
+    /// and images of the caller's `given` updates) through the inner
+    /// structure's `update_many`; if it refuses, applies `given` one by one
+    /// (an element the inner structure already applied is rewritten with
+    /// the same box), stopping at the first failure.
+    fn flush(&mut self, images: &[(u32, B)], given: &[(u32, B)]) -> Result<(), Error> {
+        if self.inner.update_many(images).is_ok() {
+            for &(id, aabb) in given {
+                self.set_slot(id, PeriodicSlot { aabb, images: 0 });
+            }
+            return Ok(());
+        }
+        for &(id, aabb) in given {
+            self.update_box(id, aabb)?;
+        }
+        Ok(())
+    }
+
+    /// Moves `id` from the images of `old` (crossing `oc`) to those of
+    /// `b0` (crossing `nc`); on an inner error puts back what it changed.
+    fn move_images(&mut self, id: u32, old: &B, oc: u8, b0: &B, nc: u8) -> Result<(), Error> {
+        if oc | nc == 0 {
+            // Most boxes: image 0 only, before and after.
+            return self.inner.update(id, *b0);
+        }
+        for k in subsets(nc) {
+            let image = self.domain.shift_box(b0, k);
+            let inner_id = self.image_id(id, k);
+            let r = if k & !oc == 0 {
+                self.inner.update(inner_id, image)
+            } else {
+                self.inner.insert(inner_id, image)
+            };
+            if let Err(e) = r {
+                // The old image 0 is recomputed from the caller's box (the
+                // same function of the same box: the same floats).
+                let o0 = self.domain.wrap_box(old).map_or(*old, |(o0, _)| o0);
+                for j in subsets(nc).take_while(|&j| j != k) {
+                    let jid = self.image_id(id, j);
+                    if j & !oc == 0 {
+                        let _ = self.inner.update(jid, self.domain.shift_box(&o0, j));
+                    } else {
+                        let _ = self.inner.remove(jid);
+                    }
+                }
+                return Err(e);
+            }
+        }
+        for k in subsets(oc).filter(|&k| k & !nc != 0) {
+            let _ = self.inner.remove(self.image_id(id, k));
+        }
+        Ok(())
+    }
+}
+
+impl<B, I, S> BroadPhase<B> for PeriodicBroadPhase<B, I, S>
+where
+    B: BoundingBox,
+    I: BroadPhase<B> + Send + Sync,
+    S: Storage<PeriodicSlot<B>>,
+{
+    fn capacity(&self) -> usize {
+        self.cap as usize
+    }
+
+    fn box_count(&self) -> usize {
+        self.len
+    }
+
+    /// Stores `aabb` under `id` as its images (the module documentation).
+    ///
+    /// # Errors
+    /// [`Error::IdOutOfRange`], the box's [`Error::NonFinite`] /
+    /// [`Error::InvertedBox`], [`Error::DuplicateId`], then
+    /// [`PeriodicBox::wrap_box`]'s [`Error::PeriodTooShort`] /
+    /// [`Error::OutOfRange`], then the inner structure's errors; nothing
+    /// changes on error (images already inserted are removed).
+    fn insert(&mut self, id: u32, aabb: B) -> Result<(), Error> {
+        match self.slot(id) {
+            Err(Error::UnknownId { .. }) => {}
+            Err(e) => return Err(e),
+            Ok(_) => {
+                aabb.check()?;
+                return Err(Error::DuplicateId { id });
+            }
+        }
+        let (b0, crossing) = self.domain.wrap_box(&aabb)?;
+        self.insert_images(id, &b0, crossing)?;
+        self.set_slot(
+            id,
+            PeriodicSlot {
+                aabb,
+                images: crossing,
+            },
+        );
+        self.len += 1;
+        Ok(())
+    }
+
+    /// Replaces the box of `id`: its images are updated, inserted or
+    /// removed as its crossing mask changes.
+    ///
+    /// # Errors
+    /// [`Error::IdOutOfRange`], [`Error::UnknownId`], the box's errors,
+    /// [`Error::PeriodTooShort`] / [`Error::OutOfRange`], the inner
+    /// structure's errors; nothing changes on error (changed images are
+    /// put back).
+    fn update(&mut self, id: u32, aabb: B) -> Result<(), Error> {
+        self.update_box(id, aabb)
+    }
+
+    /// As the trait documents: every id and box is checked first (including
+    /// [`Error::PeriodTooShort`]), then the updates are applied in order;
+    /// an inner error stops at that element (it is undone, those before it
+    /// stay applied).
+    ///
+    /// Runs of boxes with image 0 only, before and after (most boxes), go
+    /// to the inner structure's own `update_many` in batches of
+    /// [`UPDATE_BATCH`] (a stack buffer); if a batch is refused, its
+    /// elements are applied one by one as `update`, which
+    /// stops at the failing one.
+    fn update_many(&mut self, updates: &[(u32, B)]) -> Result<(), Error> {
+        for &(id, aabb) in updates {
+            self.slot(id)?;
+            self.domain.wrap_box(&aabb)?;
+        }
+        let mut batch = [(0u32, B::ZERO); UPDATE_BATCH];
+        let (mut n, mut from) = (0usize, 0usize);
+        for (x, &(id, aabb)) in updates.iter().enumerate() {
+            let (_, oc) = self.slot(id)?;
+            let (b0, nc) = self.domain.wrap_box(&aabb)?;
+            if oc | nc == 0 {
+                if n == 0 {
+                    from = x;
+                }
+                if let Some(e) = batch.get_mut(n) {
+                    *e = (id, b0);
+                }
+                n += 1;
+                if n == UPDATE_BATCH {
+                    self.flush(&batch, updates.get(from..=x).unwrap_or_default())?;
+                    n = 0;
+                }
+            } else {
+                if n > 0 {
+                    let given = updates.get(from..x).unwrap_or_default();
+                    self.flush(batch.get(..n).unwrap_or_default(), given)?;
+                    n = 0;
+                }
+                self.update_box(id, aabb)?;
+            }
+        }
+        if n > 0 {
+            let given = updates.get(from..).unwrap_or_default();
+            self.flush(batch.get(..n).unwrap_or_default(), given)?;
+        }
+        Ok(())
+    }
+
+    fn remove(&mut self, id: u32) -> Result<B, Error> {
+        let (aabb, crossing) = self.slot(id)?;
+        for k in subsets(crossing) {
+            let _ = self.inner.remove(self.image_id(id, k));
+        }
+        self.set_slot(id, PeriodicSlot::EMPTY);
+        self.len -= 1;
+        Ok(aabb)
+    }
+
+    /// The box as the caller gave it (not its image).
+    fn get(&self, id: u32) -> Option<B> {
+        self.slot(id).ok().map(|(b, _)| b)
+    }
+
+    fn clear(&mut self) {
+        self.inner.clear();
+        self.slots.as_mut().fill(PeriodicSlot::EMPTY);
+        self.len = 0;
+    }
+
+    /// The inner structure's pairs of images, `(i + ka·cap, j + kb·cap)`
+    /// reported as `(i, j)` when `i ≠ j` and `ka & kb == 0`.
+    ///
+    /// # Errors
+    /// The inner structure's.
+    fn for_each_overlap<F: FnMut(u32, u32)>(&mut self, mut f: F) -> Result<(), Error> {
+        let cap = self.cap;
+        self.inner.for_each_overlap(|a, b| {
+            let ((i, ka), (j, kb)) = (Self::split(cap, a), Self::split(cap, b));
+            if ka & kb == 0 && i != j {
+                f(i, j);
+            }
+        })
+    }
+
+    /// Queries the inner structure with each image `kq` of the wrapped
+    /// query box, reporting stored image `ka` when `ka & kq == 0`: each
+    /// overlapping id once.
+    ///
+    /// # Errors
+    /// [`Error::NonFinite`], [`Error::InvertedBox`], then
+    /// [`Error::PeriodTooShort`] / [`Error::OutOfRange`] for the query box.
+    fn query<F: FnMut(u32)>(&mut self, aabb: &B, mut f: F) -> Result<(), Error> {
+        let (q0, crossing) = self.domain.wrap_box(aabb)?;
+        let cap = self.cap;
+        for kq in subsets(crossing) {
+            let q = self.domain.shift_box(&q0, kq);
+            self.inner.query(&q, |a| {
+                let (i, ka) = Self::split(cap, a);
+                if ka & kq == 0 {
+                    f(i);
+                }
+            })?;
+        }
+        Ok(())
+    }
+
+    fn overlap_tasks(&self) -> usize {
+        self.inner.overlap_tasks()
+    }
+
+    /// The inner structure's parallel detection with the mapping of
+    /// [`for_each_overlap`](Self::for_each_overlap): the same sinks, the
+    /// same tasks.
+    fn par_for_each_overlap<E, K, F>(
+        &mut self,
+        exec: &E,
+        sinks: &mut [K],
+        f: F,
+    ) -> Result<(), Error>
+    where
+        E: Executor,
+        K: Send,
+        F: Fn(&mut K, u32, u32) + Sync,
+        Self: Send + Sync,
+    {
+        let cap = self.cap;
+        self.inner.par_for_each_overlap(exec, sinks, |s, a, b| {
+            let ((i, ka), (j, kb)) = (Self::split(cap, a), Self::split(cap, b));
+            if ka & kb == 0 && i != j {
+                f(s, i, j);
+            }
+        })
+    }
+}
+
+impl<B, I, S> Validate for PeriodicBroadPhase<B, I, S>
+where
+    B: BoundingBox,
+    I: BroadPhase<B> + Validate,
+    S: Storage<PeriodicSlot<B>>,
+{
+    /// The inner structure's invariants, and for every id: each image
+    /// `k ⊆ crossing` stored under `id + k · cap` exactly as
+    /// [`PeriodicBox::wrap_box`] and [`PeriodicBox::shift_box`] give it, no
+    /// other image stored, the counts agreeing. `O(cap · 2^DIM)`.
+    fn validate(&self) -> Result<(), Corruption> {
+        const W: &str = "PeriodicBroadPhase";
+        self.inner.validate()?;
+        let slots = self.slots.as_ref();
+        ensure(slots.len() == self.cap as usize, W, "cap == slots")?;
+        let mut present = 0usize;
+        let mut images = 0usize;
+        for (id, s) in slots.iter().enumerate() {
+            let id = id as u32;
+            let Some((b, crossing)) = s.stored() else {
+                for k in 0..1u8 << B::Point::DIM {
+                    ensure(
+                        self.inner.get(self.image_id(id, k)).is_none(),
+                        W,
+                        "no image of an absent id",
+                    )?;
+                }
+                continue;
+            };
+            present += 1;
+            let wrapped = self.domain.wrap_box(&b);
+            ensure(
+                wrapped.is_ok_and(|(_, c)| c == crossing),
+                W,
+                "crossing mask as wrap_box",
+            )?;
+            let b0 = wrapped.map_or(b, |(b0, _)| b0);
+            for k in 0..1u8 << B::Point::DIM {
+                let got = self.inner.get(self.image_id(id, k));
+                if k & !crossing == 0 {
+                    images += 1;
+                    ensure(
+                        got == Some(self.domain.shift_box(&b0, k)),
+                        W,
+                        "image k stored as shift_box",
+                    )?;
+                } else {
+                    ensure(got.is_none(), W, "no image beyond the crossing mask")?;
+                }
+            }
+        }
+        ensure(present == self.len, W, "present ids == len")?;
+        ensure(images == self.inner.box_count(), W, "inner boxes == images")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::brute::{BruteForceBroadPhase, BruteSlot};
+    use crate::geom::{Aabb2, Aabb3, Vec2, Vec3};
+
+    fn b3(lo: [f32; 3], hi: [f32; 3]) -> Aabb3 {
+        Aabb3::new(
+            Vec3::new(lo[0], lo[1], lo[2]),
+            Vec3::new(hi[0], hi[1], hi[2]),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn subsets_in_increasing_order() {
+        let v: [u8; 4] = {
+            let mut a = [0; 4];
+            for (x, k) in a.iter_mut().zip(subsets(0b101)) {
+                *x = k;
+            }
+            a
+        };
+        assert_eq!(v, [0, 1, 4, 5]);
+        assert_eq!(subsets(0).count(), 1);
+        assert_eq!(subsets(0b111).count(), 8);
+    }
+
+    #[test]
+    fn wrap_box_translates_and_refuses() {
+        let d = PeriodicBox::new(Vec3::ZERO, Vec3::new(10.0, 10.0, 10.0), 0b101).unwrap();
+        let (b0, c) = d
+            .wrap_box(&b3([-0.5, -3.0, 9.5], [0.5, -2.0, 10.5]))
+            .unwrap();
+        assert_eq!(b0, b3([9.5, -3.0, 9.5], [10.5, -2.0, 10.5]));
+        assert_eq!(c, 0b101);
+        assert_eq!(
+            d.wrap_box(&b3([0.0, 0.0, 0.0], [1.0, 1.0, 5.0])),
+            Err(Error::PeriodTooShort { axis: 2 })
+        );
+        // Long along the non-periodic axis: fine.
+        assert!(d.wrap_box(&b3([0.0, 0.0, 0.0], [1.0, 100.0, 1.0])).is_ok());
+        let nan = Aabb3 {
+            min: Vec3::ZERO,
+            max: Vec3::new(f32::NAN, 1.0, 1.0),
+        };
+        assert_eq!(d.wrap_box(&nan), Err(Error::NonFinite));
+    }
+
+    #[test]
+    fn pairs_across_faces_once_and_failures_change_nothing() {
+        let d = PeriodicBox::all(Vec3::ZERO, Vec3::new(10.0, 10.0, 10.0)).unwrap();
+        let inner = BruteForceBroadPhase::new([BruteSlot::<Aabb3>::EMPTY; 32]);
+        let mut bp = PeriodicBroadPhase::new(inner, d, [PeriodicSlot::EMPTY; 4]).unwrap();
+        // Across the corner: all three axes wrap.
+        bp.insert(0, b3([9.5, 9.5, 9.5], [10.5, 10.5, 10.5]))
+            .unwrap();
+        bp.insert(1, b3([0.0, 0.0, 0.0], [0.6, 0.6, 0.6])).unwrap();
+        bp.insert(2, b3([10.2, 10.2, 10.2], [10.4, 10.4, 10.4]))
+            .unwrap();
+        assert_eq!(bp.image_count(), 8 + 1 + 1);
+        bp.validate().unwrap();
+        let mut n = [0u32; 3];
+        bp.for_each_overlap(|a, b| {
+            let (a, b) = (a.min(b), a.max(b));
+            n[match (a, b) {
+                (0, 1) => 0,
+                (0, 2) => 1,
+                _ => 2,
+            }] += 1;
+        })
+        .unwrap();
+        assert_eq!(n, [1, 1, 1]);
+        let mut q = 0;
+        bp.query(&b3([-0.1, -0.1, -0.1], [0.1, 0.1, 0.1]), |id| {
+            assert!(id <= 1);
+            q += 1
+        })
+        .unwrap();
+        assert_eq!(q, 2);
+        assert_eq!(bp.get(2), Some(b3([10.2, 10.2, 10.2], [10.4, 10.4, 10.4])));
+        assert_eq!(
+            bp.insert(3, b3([0.0, 0.0, 0.0], [6.0, 1.0, 1.0])),
+            Err(Error::PeriodTooShort { axis: 0 })
+        );
+        assert_eq!(
+            bp.insert(1, b3([0.0; 3], [1.0; 3])),
+            Err(Error::DuplicateId { id: 1 })
+        );
+        assert_eq!(
+            bp.insert(4, b3([0.0; 3], [1.0; 3])),
+            Err(Error::IdOutOfRange { id: 4 })
+        );
+        assert_eq!(
+            bp.update(0, b3([0.0; 3], [1.0, 1.0, 7.0])),
+            Err(Error::PeriodTooShort { axis: 2 })
+        );
+        bp.update(0, b3([3.0; 3], [4.0; 3])).unwrap();
+        assert_eq!(bp.image_count(), 3);
+        bp.validate().unwrap();
+        assert_eq!(bp.remove(2), Ok(b3([10.2; 3], [10.4; 3])));
+        assert_eq!(bp.box_count(), 2);
+        bp.validate().unwrap();
+    }
+
+    #[test]
+    fn capacity_rule_and_a_full_inner_structure() {
+        // The inner capacity fits 2 ids · 4 images; a kd-tree-like refusal
+        // is simulated by filling: the inner structure holds exactly 8.
+        let d = PeriodicBox::all(Vec2::ZERO, Vec2::new(4.0, 4.0)).unwrap();
+        let inner = BruteForceBroadPhase::new([BruteSlot::<Aabb2>::EMPTY; 8]);
+        assert!(PeriodicBroadPhase::new(inner.clone(), d, [PeriodicSlot::EMPTY; 3]).is_err());
+        let mut bp = PeriodicBroadPhase::new(inner, d, [PeriodicSlot::EMPTY; 2]).unwrap();
+        let corner = Aabb2::new(Vec2::new(3.5, 3.5), Vec2::new(4.5, 4.5)).unwrap();
+        bp.insert(0, corner).unwrap();
+        bp.insert(1, corner).unwrap();
+        let mut n = 0;
+        bp.for_each_overlap(|_, _| n += 1).unwrap();
+        assert_eq!(n, 1);
+        bp.validate().unwrap();
+    }
+    /// Brute force that refuses (with `OutOfRange`) every box below y = 0:
+    /// the images shifted along y.
+    struct Picky(BruteForceBroadPhase<Aabb2, [BruteSlot<Aabb2>; 16]>);
+
+    impl Picky {
+        fn refuse(b: &Aabb2) -> Result<(), Error> {
+            if b.min.y < 0.0 {
+                Err(Error::OutOfRange)
+            } else {
+                Ok(())
+            }
+        }
+    }
+
+    impl BroadPhase<Aabb2> for Picky {
+        fn capacity(&self) -> usize {
+            self.0.capacity()
+        }
+        fn box_count(&self) -> usize {
+            self.0.box_count()
+        }
+        fn insert(&mut self, id: u32, aabb: Aabb2) -> Result<(), Error> {
+            Self::refuse(&aabb)?;
+            self.0.insert(id, aabb)
+        }
+        fn update(&mut self, id: u32, aabb: Aabb2) -> Result<(), Error> {
+            Self::refuse(&aabb)?;
+            self.0.update(id, aabb)
+        }
+        fn remove(&mut self, id: u32) -> Result<Aabb2, Error> {
+            self.0.remove(id)
+        }
+        fn get(&self, id: u32) -> Option<Aabb2> {
+            self.0.get(id)
+        }
+        fn clear(&mut self) {
+            self.0.clear();
+        }
+        fn for_each_overlap<F: FnMut(u32, u32)>(&mut self, f: F) -> Result<(), Error> {
+            self.0.for_each_overlap(f)
+        }
+        fn query<F: FnMut(u32)>(&mut self, aabb: &Aabb2, f: F) -> Result<(), Error> {
+            self.0.query(aabb, f)
+        }
+    }
+
+    impl Validate for Picky {
+        fn validate(&self) -> Result<(), Corruption> {
+            self.0.validate()
+        }
+    }
+
+    #[test]
+    fn inner_failures_are_undone() {
+        let d = PeriodicBox::all(Vec2::ZERO, Vec2::new(4.0, 4.0)).unwrap();
+        let inner = Picky(BruteForceBroadPhase::new([BruteSlot::EMPTY; 16]));
+        let mut bp = PeriodicBroadPhase::new(inner, d, [PeriodicSlot::EMPTY; 4]).unwrap();
+        let b = |x: f32, y: f32| Aabb2::new(Vec2::new(x, y), Vec2::new(x + 1.0, y + 1.0)).unwrap();
+        // Crossing x and y: images 0 and x go in, y is refused; both undone.
+        assert_eq!(bp.insert(0, b(3.5, 3.5)), Err(Error::OutOfRange));
+        assert_eq!((bp.box_count(), bp.image_count(), bp.get(0)), (0, 0, None));
+        bp.validate().unwrap();
+        // Crossing x only: fine.
+        bp.insert(0, b(3.5, 1.0)).unwrap();
+        bp.insert(1, b(1.0, 1.0)).unwrap();
+        assert_eq!(bp.image_count(), 3);
+        // An update to the corner: image 0 updated, image x updated, image y
+        // refused; everything put back.
+        assert_eq!(bp.update(0, b(3.5, 3.5)), Err(Error::OutOfRange));
+        assert_eq!(bp.update(1, b(3.5, 3.5)), Err(Error::OutOfRange));
+        assert_eq!(bp.get(0), Some(b(3.5, 1.0)));
+        assert_eq!(bp.get(1), Some(b(1.0, 1.0)));
+        assert_eq!(bp.image_count(), 3);
+        bp.validate().unwrap();
+        // update_many: the first applies, the second stops, the third not.
+        assert_eq!(
+            bp.update_many(&[(1, b(2.0, 2.0)), (0, b(7.5, 7.5)), (1, b(0.0, 0.0))]),
+            Err(Error::OutOfRange)
+        );
+        assert_eq!(
+            (bp.get(0), bp.get(1)),
+            (Some(b(3.5, 1.0)), Some(b(2.0, 2.0)))
+        );
+        bp.validate().unwrap();
+        // Checked before anything changes.
+        let long = Aabb2::new(Vec2::ZERO, Vec2::new(1.0, 2.5)).unwrap();
+        assert_eq!(
+            bp.update_many(&[(1, b(0.5, 0.5)), (0, long)]),
+            Err(Error::PeriodTooShort { axis: 1 })
+        );
+        assert_eq!(bp.get(1), Some(b(2.0, 2.0)));
+        let mut n = 0;
+        bp.for_each_overlap(|_, _| n += 1).unwrap();
+        assert_eq!(n, 0);
+    }
+}
