@@ -387,23 +387,19 @@ impl Shifted {
 
     /// Appends the particles at sorted positions `lo..hi` with `shift`;
     /// `false` if they do not fit.
+    #[inline(always)]
     fn push<P: Point>(&mut self, src: &Planes<'_, P>, lo: usize, hi: usize, shift: P) -> bool {
         let (at, n) = (self.len, hi.saturating_sub(lo));
         if at + n > LOCAL {
             return false;
         }
-        for k in 0..n {
-            let q = src.pos_or_zero(lo + k);
-            for a in 0..P::DIM {
-                if let (Some(x), Some(s)) =
-                    (self.axes[a].get_mut(at + k), self.shifts[a].get_mut(at + k))
-                {
-                    *x = q.coord(a);
-                    *s = shift.coord(a);
-                }
-            }
-            if let Some(i) = self.ids.get_mut(at + k) {
-                *i = src.id_or_zero(lo + k);
+        let [x, y, z] = &mut self.axes;
+        if !src.copy_to(lo, n, [&mut x[..], &mut y[..], &mut z[..]], &mut self.ids, at) {
+            return false;
+        }
+        for (a, plane) in self.shifts.iter_mut().enumerate() {
+            if let Some(run) = plane.get_mut(at..at + n) {
+                run.fill(if a < P::DIM { shift.coord(a) } else { 0.0 });
             }
         }
         self.len = at + n;

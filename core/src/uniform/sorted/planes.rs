@@ -223,6 +223,29 @@ impl<'a, P: Point> Planes<'a, P> {
         self.ids.len()
     }
 
+    /// Copies the particles at sorted positions `lo..lo + n` into the
+    /// planes `axes` and `ids` from `at` on, in whole lane groups where
+    /// both sides allow it (so up to a group past `at + n` may be
+    /// written); `false` (nothing copied) if `lo + n` is past the end.
+    #[inline(always)]
+    pub(super) fn copy_to(
+        &self,
+        lo: usize,
+        n: usize,
+        axes: [&mut [f32]; 3],
+        ids: &mut [u32],
+        at: usize,
+    ) -> bool {
+        if lo + n > self.len() {
+            return false;
+        }
+        for (a, dst) in axes.into_iter().enumerate().take(P::DIM) {
+            copy_lanes(dst, at, self.axes[a], lo, n);
+        }
+        copy_lanes(ids, at, self.ids, lo, n);
+        true
+    }
+
     /// Position of the particle at sorted position `k < len`.
     #[inline(always)]
     pub(super) fn pos(&self, k: usize) -> P {
