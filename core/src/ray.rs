@@ -430,6 +430,24 @@ pub(crate) fn lower(bound: f32, t: f32) -> f32 {
     if t < bound { t } else { bound }
 }
 
+/// One step of a grid walk (the DDA of the grids' and hashes' casts): the
+/// parameter where the ray leaves the current cell, the least of `exit(k)`
+/// over the first `d` axes, and that axis (`usize::MAX` when no exit is
+/// finite: the ray stays in the cell).
+#[inline(always)]
+pub(crate) fn next_exit(d: usize, mut exit: impl FnMut(usize) -> f32) -> (f32, usize) {
+    let mut t_out = f32::INFINITY;
+    let mut axis = usize::MAX;
+    for k in 0..d {
+        let e = exit(k);
+        if e < t_out {
+            t_out = e;
+            axis = k;
+        }
+    }
+    (t_out, axis)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

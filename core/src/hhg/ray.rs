@@ -142,15 +142,7 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord<B>>, A: Storag
         let mut steps = 0u32;
         let mut t_in = f32::NEG_INFINITY;
         loop {
-            let mut t_out = f32::INFINITY;
-            let mut axis = usize::MAX;
-            for k in 0..d {
-                let e = exit(&c, k);
-                if e < t_out {
-                    t_out = e;
-                    axis = k;
-                }
-            }
+            let (t_out, axis) = crate::ray::next_exit(d, |k| exit(&c, k));
             let last = t_out >= t1 || axis == usize::MAX;
             let to = if last { f32::INFINITY } else { t_out };
             // The cells C-2 ..= C+1 per axis.

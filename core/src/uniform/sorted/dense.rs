@@ -394,7 +394,13 @@ impl Shifted {
             return false;
         }
         let [x, y, z] = &mut self.axes;
-        if !src.copy_to(lo, n, [&mut x[..], &mut y[..], &mut z[..]], &mut self.ids, at) {
+        if !src.copy_to(
+            lo,
+            n,
+            [&mut x[..], &mut y[..], &mut z[..]],
+            &mut self.ids,
+            at,
+        ) {
             return false;
         }
         for (a, plane) in self.shifts.iter_mut().enumerate() {
