@@ -296,13 +296,12 @@ where
         params: SphParams<P>,
         balance: Balance,
     ) -> Result<Self, DistError> {
-        ranks.agree(params.kernels().and_then(|_| {
-            if params.periodic == 0 {
-                Ok(())
-            } else {
-                Err(spatium::Error::InvalidConfig { field: "periodic" })
-            }
-        }))?;
+        let periodic = if params.periodic == 0 {
+            Ok(())
+        } else {
+            Err(spatium::Error::InvalidConfig { field: "periodic" })
+        };
+        ranks.agree(params.kernels().and(periodic))?;
         let sub = Subdomains::new(ranks, params.domain, balance)?;
         Ok(Self {
             params,

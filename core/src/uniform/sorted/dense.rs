@@ -68,7 +68,9 @@ impl Cells {
 }
 
 /// A dense cell list over the box of a [`PeriodicBox`], periodic along its
-/// periodic axes; see the [module documentation](self).
+/// periodic axes: along them the grid wraps, and a pair found through a
+/// face is measured with the minimum image ([`PeriodicBox::offset`]), with
+/// no ghost copy of any particle.
 ///
 /// Storage, three caller buffers: `particles`, one [`SortedParticle`] per
 /// particle (the cell-sorted hash's planar layout, `4(d + 1)` bytes: 16 in
