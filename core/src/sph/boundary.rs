@@ -7,11 +7,13 @@
 //! its relative velocity is reversed and scaled by the damping factor. Solids
 //! are kinematic: particles do not push them.
 
-use super::ParticleState;
+use super::kernel::Kernels;
 use super::par::{STEP_GRAIN, STEP_TASKS};
+use super::{ParticleState, SphParams};
 use crate::error::Error;
 use crate::exec::{Executor, Parts, task_split};
 use crate::geom::{BoundingBox, Point};
+use crate::periodic::PeriodicBox;
 use crate::storage::Storage;
 use crate::traits::BroadPhase;
 
@@ -420,6 +422,125 @@ pub trait Collider<P: Point> {
         damping: f32,
         walls: &P::Aabb,
     ) -> Result<(), Error>;
+
+    /// Boundary particles the collider holds ([`super::walls`]); 0, the
+    /// default, for colliders that only resolve contacts (the hooks below
+    /// are then never called).
+    fn boundary_particles(&self) -> usize {
+        0
+    }
+
+    /// Adds the boundary particles' share to each fluid particle's density,
+    /// after the fluid's own sum and before the pressures. `x` and `st` are
+    /// the fluid's positions and states, by id.
+    ///
+    /// # Errors
+    /// A boundary search that cannot be built or queried; a boundary
+    /// search not periodic along the fluid's axes.
+    fn add_boundary_density(
+        &mut self,
+        x: &[P],
+        st: &mut [ParticleState<P>],
+        k: &Kernels,
+        p: &SphParams<P>,
+        period: &PeriodicBox<P>,
+    ) -> Result<(), Error> {
+        let _ = (x, st, k, p, period);
+        Ok(())
+    }
+
+    /// Sets the boundary particles' pressures (and what else they show the
+    /// fluid) from the fluid's densities and pressures, after those are
+    /// known.
+    ///
+    /// # Errors
+    /// As [`add_boundary_density`](Self::add_boundary_density).
+    fn update_boundary(
+        &mut self,
+        x: &[P],
+        st: &[ParticleState<P>],
+        k: &Kernels,
+        p: &SphParams<P>,
+        period: &PeriodicBox<P>,
+    ) -> Result<(), Error> {
+        let _ = (x, st, k, p, period);
+        Ok(())
+    }
+
+    /// Adds the boundary particles' pressure and viscosity accelerations to
+    /// each fluid particle, after the fluid's own pair forces.
+    ///
+    /// # Errors
+    /// As [`add_boundary_density`](Self::add_boundary_density).
+    fn add_boundary_forces(
+        &mut self,
+        x: &[P],
+        st: &mut [ParticleState<P>],
+        k: &Kernels,
+        p: &SphParams<P>,
+        period: &PeriodicBox<P>,
+    ) -> Result<(), Error> {
+        let _ = (x, st, k, p, period);
+        Ok(())
+    }
+}
+
+/// Two colliders as one: contacts resolved by the first, then the second;
+/// the boundary-particle hooks of both, first then second. For example
+/// `(walls, obstacles)`: boundary-particle walls and contact-resolved
+/// obstacles.
+impl<P: Point, A: Collider<P>, B: Collider<P>> Collider<P> for (A, B) {
+    fn collide(
+        &mut self,
+        x: &mut P,
+        v: &mut P,
+        radius: f32,
+        damping: f32,
+        walls: &P::Aabb,
+    ) -> Result<(), Error> {
+        self.0.collide(x, v, radius, damping, walls)?;
+        self.1.collide(x, v, radius, damping, walls)
+    }
+
+    fn boundary_particles(&self) -> usize {
+        self.0.boundary_particles() + self.1.boundary_particles()
+    }
+
+    fn add_boundary_density(
+        &mut self,
+        x: &[P],
+        st: &mut [ParticleState<P>],
+        k: &Kernels,
+        p: &SphParams<P>,
+        period: &PeriodicBox<P>,
+    ) -> Result<(), Error> {
+        self.0.add_boundary_density(x, st, k, p, period)?;
+        self.1.add_boundary_density(x, st, k, p, period)
+    }
+
+    fn update_boundary(
+        &mut self,
+        x: &[P],
+        st: &[ParticleState<P>],
+        k: &Kernels,
+        p: &SphParams<P>,
+        period: &PeriodicBox<P>,
+    ) -> Result<(), Error> {
+        self.0.update_boundary(x, st, k, p, period)?;
+        self.1.update_boundary(x, st, k, p, period)
+    }
+
+    fn add_boundary_forces(
+        &mut self,
+        x: &[P],
+        st: &mut [ParticleState<P>],
+        k: &Kernels,
+        p: &SphParams<P>,
+        period: &PeriodicBox<P>,
+    ) -> Result<(), Error> {
+        self.0.add_boundary_forces(x, st, k, p, period)?;
+        self.1.add_boundary_forces(x, st, k, p, period)
+    }
 }
 
 impl<P: Point> Collider<P> for () {

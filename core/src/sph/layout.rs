@@ -111,7 +111,8 @@ pub struct ParamBlock {
     pub poly6: f32,
     /// Poly6 gradient coefficient (`−c·r·(h² − r²)²`).
     pub poly6_grad: f32,
-    /// Spiky gradient coefficient (`−c·r̂·(h − r)²`).
+    /// Spiky gradient coefficient of the pressure term (`−c·r̂·(h − r)²`),
+    /// times [`SphParams::gradient_correction`].
     pub spiky_grad: f32,
     /// Viscosity Laplacian coefficient (`c·(h − r)`).
     pub viscosity_laplacian: f32,
@@ -168,7 +169,7 @@ impl<P: Point> SphParams<P> {
             domain_max_z: axis(hi, 2),
             poly6: c[0],
             poly6_grad: c[1],
-            spiky_grad: c[2],
+            spiky_grad: c[2] * self.gradient_correction,
             viscosity_laplacian: c[3],
             cohesion: c[4],
             cohesion_offset: c[5],

@@ -576,6 +576,11 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
         Y: StepSync<P>,
     {
         let dt = self.params.dt;
+        // Boundary particles are a serial-step feature for now: refuse
+        // rather than step without them.
+        if solids.boundary_particles() > 0 {
+            return Err(Error::InvalidConfig { field: "walls" });
+        }
         self.par_evaluate(exec, k, search, timer, scratch, sync)?;
         match self.params.integrator {
             Integrator::Leapfrog => {

@@ -227,6 +227,7 @@ pub const fn seed_params(domain: Aabb3, spacing: f32, mass: f32) -> SphParams<Ve
         domain,
         particle_radius: 0.5 * spacing,
         periodic: 0,
+        gradient_correction: 1.0,
     }
 }
 

@@ -395,6 +395,7 @@ mod tests {
                 domain: D2,
                 particle_radius: 0.0125,
                 periodic: 0,
+                gradient_correction: 1.0,
             },
         ));
         static H2S: ConstStaticCell<H2> = ConstStaticCell::new(H2::new(

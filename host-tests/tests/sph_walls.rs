@@ -1,0 +1,304 @@
+//! Boundary-particle walls (`spatium::sph::walls`): a water column at rest
+//! keeps its height and a hydrostatic pressure, in 2D and 3D.
+
+use spatium::sph::walls::{BoundaryParticles, BoundaryState, Slip, TankFaces, box_count};
+use spatium::sph::{Fluid, ParticleState, SphParams};
+use spatium::table::table_len;
+use spatium::{BoundingBox, Error, Point, Vec2, Vec3};
+use spatium_host::make::{self, VecCellSorted};
+
+type VecFluid<P> = Fluid<P, Vec<P>, Vec<ParticleState<P>>>;
+type VecWalls<P> = BoundaryParticles<P, Vec<P>, Vec<BoundaryState<P>>, VecCellSorted<P>>;
+
+fn search<P: Point>(cap: usize) -> VecCellSorted<P> {
+    make::cell_sorted(cap, table_len(cap, 2))
+}
+
+fn boxed<P: Point>(lo: [f32; 3], hi: [f32; 3]) -> P::Aabb {
+    P::Aabb::try_new(P::from_fn(|k| lo[k]), P::from_fn(|k| hi[k])).unwrap()
+}
+
+fn walls<P: Point>(tank: P::Aabb, s: f32, faces: TankFaces) -> VecWalls<P> {
+    let n = box_count::<P>(tank, s, 3, faces).unwrap();
+    let mut w = BoundaryParticles::new(
+        vec![P::ZERO; n],
+        vec![BoundaryState::EMPTY; n],
+        search::<P>(n),
+    );
+    assert_eq!(w.sample_box(tank, s, 3, faces).unwrap(), n);
+    w
+}
+
+/// The column's figures after settling: (surface drop in spacings, rms and
+/// worst relative pressure error per layer, floor-layer error).
+struct Column {
+    /// Surface drop, in spacings.
+    drop: f32,
+    /// Relative error of the floor layer's pressure.
+    floor: f32,
+    /// `dp/dy` of the least-squares line, over `−ρ₀g`.
+    gradient: f32,
+    /// Largest `|p̄ − ρ₀g(H − y)|` of the layers below the top three, over
+    /// `ρ₀gH`.
+    worst: f32,
+}
+
+impl Column {
+    fn check(&self, what: &str) {
+        println!(
+            "{what}: drop {:.2} spacings, floor {:+.4}, gradient {:.4} ρ₀g, worst layer {:.4} ρ₀gH",
+            self.drop, self.floor, self.gradient, self.worst
+        );
+        assert!(self.drop.abs() < 0.5, "{what}: drop {}", self.drop);
+        assert!(self.floor.abs() < 0.05, "{what}: floor {}", self.floor);
+        assert!(
+            (self.gradient - 1.0).abs() < 0.03,
+            "{what}: gradient {}",
+            self.gradient
+        );
+        assert!(self.worst < 0.05, "{what}: worst layer {}", self.worst);
+    }
+}
+
+fn column<P: Point>(s: f32, height: f32, width: f32, seconds: f32, walls_on: bool) -> Column {
+    let d3 = P::DIM == 3;
+    let tank_hi = [width, 1.5 * height, if d3 { width } else { 0.0 }];
+    let tank = boxed::<P>([0.0; 3], tank_hi);
+    let p = SphParams::<P>::water(tank, s).unwrap();
+    let block = boxed::<P>([0.0; 3], [width, height, if d3 { width } else { 0.0 }]);
+    let mut f: VecFluid<P> = Fluid::new(vec![P::ZERO; 20000], vec![ParticleState::EMPTY; 20000], p);
+    let n = f.fill_block(block, s, P::ZERO).unwrap();
+    let mut ns = search::<P>(n);
+    let mut w = walls::<P>(tank, s, TankFaces::open_top(Slip::NoSlip));
+    let steps = (seconds / p.dt) as usize;
+    // Each particle's height and pressure, averaged over the last sixth of
+    // the run (the column still rings faintly after its release).
+    let avg_from = steps - steps / 6;
+    let mut y_avg = vec![0.0f64; n];
+    let mut p_avg = vec![0.0f64; n];
+    for i in 0..steps {
+        if walls_on {
+            f.step(&mut ns, &mut w, &mut ())
+                .unwrap_or_else(|e| panic!("step {i}: {e}"));
+        } else {
+            f.step(&mut ns, &mut (), &mut ()).unwrap();
+        }
+        if i >= avg_from {
+            for (k, (x, st)) in f.positions().iter().zip(f.state()).enumerate() {
+                y_avg[k] += f64::from(x.coord(1));
+                p_avg[k] += f64::from(st.pressure);
+            }
+        }
+    }
+    let samples = (steps - avg_from) as f64;
+    // Layers one spacing thick by the averaged height.
+    let rows = (height / s).round() as usize;
+    let mut sum_y = vec![0.0f64; rows];
+    let mut sum_p = vec![0.0f64; rows];
+    let mut cnt = vec![0usize; rows];
+    for (y, pr) in y_avg.iter().zip(&p_avg) {
+        let y = y / samples;
+        let r = ((y / f64::from(s)) as usize).min(rows - 1);
+        sum_y[r] += y;
+        sum_p[r] += pr / samples;
+        cnt[r] += 1;
+    }
+    let top = (0..rows).rev().find(|&r| cnt[r] > 0).unwrap();
+    let surface = (sum_y[top] / cnt[top] as f64) as f32 + 0.5 * s;
+    let rho_g = p.rest_density * 9.81;
+    let mut worst = 0.0f32;
+    let mut floor = 0.0;
+    println!("layer  y/s   p/(ρ₀g(H−y))  count");
+    for r in 0..=top {
+        if cnt[r] == 0 {
+            continue;
+        }
+        let y = (sum_y[r] / cnt[r] as f64) as f32;
+        let want = rho_g * (surface - y);
+        let got = (sum_p[r] / cnt[r] as f64) as f32;
+        let rel = got / want - 1.0;
+        println!("{r:>5} {:>5.2} {:>+8.4} {:>6}", y / s, rel, cnt[r]);
+        if r == 0 {
+            floor = rel;
+        }
+        // The top three layers carry the free surface's density deficit.
+        if r + 3 <= top {
+            worst = worst.max((got - want).abs() / (rho_g * surface));
+        }
+    }
+    // Least-squares line through the layers below the top three.
+    let pts: Vec<(f64, f64)> = (0..top.saturating_sub(2))
+        .filter(|&r| cnt[r] > 0)
+        .map(|r| (sum_y[r] / cnt[r] as f64, sum_p[r] / cnt[r] as f64))
+        .collect();
+    let k = pts.len() as f64;
+    let (sx, sy) = pts.iter().fold((0.0, 0.0), |a, q| (a.0 + q.0, a.1 + q.1));
+    let (mx, my) = (sx / k, sy / k);
+    let sxy: f64 = pts.iter().map(|q| (q.0 - mx) * (q.1 - my)).sum();
+    let sxx: f64 = pts.iter().map(|q| (q.0 - mx) * (q.0 - mx)).sum();
+    let slope = sxy / sxx;
+    let h0 = mx - my / slope;
+    println!(
+        "fit: dp/dy = {:.4} ρ₀g, p = 0 at y = {:.2} s (surface {:.2} s)",
+        -slope / f64::from(rho_g),
+        h0 / f64::from(s),
+        surface / s
+    );
+    Column {
+        drop: (height - surface) / s,
+        floor,
+        gradient: (-slope / f64::from(rho_g)) as f32,
+        worst,
+    }
+}
+
+/// In 2D (40 × 40 particles at 5 mm, a 0.2 m column in an open-top tank
+/// with no-slip walls, the water preset, settled 1.5 s): the surface sinks
+/// less than half a spacing, the pressure gradient is within 3 % of `ρ₀g`,
+/// the floor layer's pressure within 5 % of the column's weight, and every
+/// layer below the top three within 5 % of `ρ₀gH` of `ρ₀g(H − y)`. The
+/// seed's clamp walls, on the same column, sink by more than two spacings
+/// and leave the floor layer more than 20 % short (the defect the walls
+/// mend).
+#[test]
+fn water_column_2d_is_hydrostatic() {
+    let c = column::<Vec2>(0.005, 0.2, 0.2, 1.5, true);
+    c.check("2D");
+    let clamp = column::<Vec2>(0.005, 0.2, 0.2, 1.5, false);
+    println!(
+        "2D clamp walls: drop {:.2} spacings, floor {:+.3}",
+        clamp.drop, clamp.floor
+    );
+    assert!(clamp.drop > 2.0 && clamp.floor < -0.2);
+}
+
+/// As [`water_column_2d_is_hydrostatic`] in 3D (10 × 20 × 10 particles at
+/// 1 cm).
+#[test]
+fn water_column_3d_is_hydrostatic() {
+    column::<Vec3>(0.01, 0.2, 0.1, 1.5, true).check("3D");
+}
+
+/// The sample: every point outside the domain, on the lattice continuing
+/// the fluid's, none past the open top, the count [`box_count`] says;
+/// no-slip where any closed face it lies beyond is no-slip.
+#[test]
+fn box_sample_is_the_lattice_outside_the_domain() {
+    let s = 0.1;
+    let tank = boxed::<Vec3>([0.0; 3], [0.4, 0.6, 0.3]);
+    let mut faces = TankFaces::open_top(Slip::FreeSlip);
+    faces.0[0] = spatium::sph::walls::Face::Wall(Slip::NoSlip);
+    let w = walls::<Vec3>(tank, s, faces);
+    // (4 + 6)(6 + 3)(3 + 6) − 4·6·3 with three layers on five faces.
+    assert_eq!(w.len(), 10 * 9 * 9 - 72);
+    for (x, st) in w.positions().iter().zip(w.state()) {
+        let out: Vec<(usize, bool)> = (0..3)
+            .filter_map(|k| {
+                let (lo, hi) = (tank.min().coord(k), tank.max().coord(k));
+                let c = x.coord(k);
+                (c < lo || c > hi).then_some((k, c > hi))
+            })
+            .collect();
+        assert!(!out.is_empty(), "{x:?} inside the domain");
+        assert!(!out.contains(&(1, true)), "{x:?} above the open top");
+        let frac = |c: f32| (c / s - 0.5).rem_euclid(1.0);
+        for k in 0..3 {
+            let f = frac(x.coord(k));
+            assert!(f.min(1.0 - f) < 1e-3, "{x:?} off the lattice");
+        }
+        let no_slip = out.contains(&(0, false));
+        assert_eq!(st.no_slip == 1, no_slip, "{x:?}");
+    }
+}
+
+/// Refusals change nothing: a full buffer, another spacing, no layers, a
+/// boundary search that is not periodic along the fluid's periodic axis,
+/// and the parallel step.
+#[test]
+fn refusals_change_nothing() {
+    let s = 0.05;
+    let tank = boxed::<Vec2>([0.0; 3], [0.5, 0.5, 0.0]);
+    let faces = TankFaces::closed(Slip::NoSlip);
+    let n = box_count::<Vec2>(tank, s, 3, faces).unwrap();
+    let mut w: VecWalls<Vec2> = BoundaryParticles::new(
+        vec![Vec2::ZERO; n - 1],
+        vec![BoundaryState::EMPTY; n - 1],
+        search::<Vec2>(n),
+    );
+    assert!(matches!(
+        w.sample_box(tank, s, 3, faces),
+        Err(Error::CapacityExceeded { .. })
+    ));
+    assert!(w.is_empty());
+    assert_eq!(
+        box_count::<Vec2>(tank, s, 0, faces),
+        Err(Error::InvalidConfig { field: "layers" })
+    );
+    w.push(Vec2::new(-0.025, 0.2), Vec2::ZERO, s, Slip::NoSlip)
+        .unwrap();
+    assert_eq!(
+        w.push(Vec2::new(-0.025, 0.3), Vec2::ZERO, 0.04, Slip::NoSlip),
+        Err(Error::InvalidConfig { field: "spacing" })
+    );
+    assert_eq!(w.len(), 1);
+
+    // A fluid periodic along x with a boundary search that is not.
+    let mut p = SphParams::<Vec2>::water(tank, s).unwrap();
+    p.periodic = 1;
+    let mut f: VecFluid<Vec2> = Fluid::new(vec![Vec2::ZERO; 64], vec![ParticleState::EMPTY; 64], p);
+    f.fill_block(boxed::<Vec2>([0.0; 3], [0.5, 0.2, 0.0]), s, Vec2::ZERO)
+        .unwrap();
+    let before = f.positions().to_vec();
+    let mut ns = make::dense::<Vec2>(p.periodic_box().unwrap(), 64, p.h).unwrap();
+    assert_eq!(
+        f.step(&mut ns, &mut w, &mut ()),
+        Err(Error::InvalidConfig { field: "walls" })
+    );
+    assert_eq!(f.positions(), &before[..]);
+}
+
+/// The boundary's density share, as the step adds it, equals the brute-force
+/// sum over every boundary particle (the boundary search finds them all).
+#[test]
+fn boundary_density_equals_the_brute_force_sum() {
+    let s = 0.02;
+    let tank = boxed::<Vec3>([0.0; 3], [0.2, 0.3, 0.1]);
+    let p = SphParams::<Vec3>::water(tank, s).unwrap();
+    let mut f: VecFluid<Vec3> =
+        Fluid::new(vec![Vec3::ZERO; 600], vec![ParticleState::EMPTY; 600], p);
+    f.fill_block(boxed::<Vec3>([0.0; 3], [0.2, 0.1, 0.1]), s, Vec3::ZERO)
+        .unwrap();
+    let mut w = walls::<Vec3>(tank, s, TankFaces::open_top(Slip::NoSlip));
+    // One Euler step from rest with no gravity: the step's first
+    // evaluation is at the start positions, which do not move.
+    let p0 = SphParams {
+        integrator: spatium::sph::Integrator::Euler,
+        gravity: Vec3::ZERO,
+        ..p
+    };
+    f.set_params(p0).unwrap();
+    let x0 = f.positions().to_vec();
+    let mut ns = search::<Vec3>(f.len());
+    f.step(&mut ns, &mut w, &mut ()).unwrap();
+    let k = p0.kernels().unwrap();
+    let mb = SphParams::<Vec3>::lattice_mass(p.h, s, p.rest_density).unwrap();
+    let mut touched = 0;
+    for (i, xi) in x0.iter().enumerate() {
+        let fluid: f32 = x0
+            .iter()
+            .map(|xj| p.mass * k.poly6(xi.distance_squared(*xj)))
+            .sum();
+        let wall: f32 = w
+            .positions()
+            .iter()
+            .map(|xb| mb * k.poly6(xi.distance_squared(*xb)))
+            .sum();
+        touched += usize::from(wall > 0.0);
+        let got = f.state()[i].density;
+        assert!(
+            (got - (fluid + wall)).abs() <= 1e-4 * got,
+            "particle {i}: {got} vs {fluid} + {wall}"
+        );
+    }
+    assert!(touched > 100, "{touched} particles near the walls");
+}
