@@ -33,6 +33,10 @@
 //! each step like the first group; its wall-clock time is what a parallel
 //! step is judged by (criterion measures wall time).
 //!
+//! A fourth group, `sph-walls/4096/{clamp,walls}`, times one step of the
+//! 16³ scene without and with boundary-particle walls
+//! (`spatium::sph::walls`, three layers on five faces).
+//!
 //! Samples are few and short (10 samples, flat sampling, 2–3 s each), so the
 //! whole run takes about a minute after compilation. The report binary
 //! (`cargo run --release -p spatium-benches --bin report -- sph`) adds CPU
@@ -122,6 +126,57 @@ fn sph(c: &mut Criterion) {
     g.finish();
 }
 
+/// The cost of boundary-particle walls (`spatium::sph::walls`): one step of
+/// the scene with a `CellSortedHash`, against the seed's clamp walls
+/// (`clamp`) and with three layers of boundary particles on the tank's
+/// five closed faces, open top, no-slip (`walls`); the snapshot restored
+/// untimed before each step as in `sph-step`.
+fn walls(c: &mut Criterion) {
+    use spatium::sph::walls::{BoundaryParticles, BoundaryState, Slip, TankFaces, box_count};
+    use spatium_benches::sph_scene::SPH_SPACING;
+    let n = SPH_SMALL_SIDE.pow(3);
+    let scene = SphScene::new(SPH_SMALL_SIDE).expect("the scene");
+    let mut g = c.benchmark_group(format!("sph-walls/{n}"));
+    g.sample_size(10)
+        .sampling_mode(SamplingMode::Flat)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2));
+    let faces = TankFaces::open_top(Slip::NoSlip);
+    for with_walls in [false, true] {
+        let name = if with_walls { "walls" } else { "clamp" };
+        g.bench_function(name, |b| {
+            let nb =
+                box_count::<spatium::Vec3>(scene.domain, SPH_SPACING, 3, faces).expect("the tank");
+            let mut w = BoundaryParticles::new(
+                vec![spatium::Vec3::ZERO; nb],
+                vec![BoundaryState::EMPTY; nb],
+                make::cell_sorted::<spatium::Vec3>(nb, table_len(nb, TABLE_FACTOR)),
+            );
+            w.sample_box(scene.domain, SPH_SPACING, 3, faces)
+                .expect("fits");
+            let mut search = make::cell_sorted::<spatium::Vec3>(n, table_len(n, TABLE_FACTOR));
+            let mut fluid = scene.fluid().expect("the snapshot fits its own size");
+            b.iter_custom(|iters| {
+                let mut timed = Duration::ZERO;
+                for _ in 0..iters {
+                    scene.restore(&mut fluid).expect("same size");
+                    let t = Instant::now();
+                    let r = if with_walls {
+                        fluid.step(&mut search, &mut w, &mut ())
+                    } else {
+                        fluid.step(&mut search, &mut (), &mut ())
+                    };
+                    timed += t.elapsed();
+                    r.unwrap_or_else(|e| panic!("{name}: {e}"));
+                    black_box(fluid.positions());
+                }
+                timed
+            });
+        });
+    }
+    g.finish();
+}
+
 /// Times one [`spatium::sph::Fluid::par_step_lists`] on `exec` per iteration,
 /// from the snapshot renumbered into the hash's cell order (untimed).
 fn time_par_step(b: &mut Bencher<'_>, scene: &SphScene, exec: &HostExec) {
@@ -188,5 +243,5 @@ fn time_steps(b: &mut Bencher<'_>, scene: &SphScene, structure: Structure, n: us
 /// Steps per iteration of the steady-state group `sph-run10/32768/*`.
 const RUN: u32 = 10;
 
-criterion_group!(benches, sph);
+criterion_group!(benches, sph, walls);
 criterion_main!(benches);

@@ -5,7 +5,8 @@
 //! uniform hash sized for it, a second hash too small for it, obstacles
 //! behind a hierarchical hash grid, and a pipe emitter: pushes, blocks,
 //! emitter creation and emission, steps (with a uniform hash, or with a
-//! `DenseGrid` over the domain made periodic along some axes), parameter
+//! `DenseGrid` over the domain made periodic along some axes, or with
+//! boundary-particle walls sampled around the domain), parameter
 //! changes (raw fields, periodic axes),
 //! obstacle additions, replacements and moves, and kernel evaluations.
 //! Checked after every operation: no panic; a refused push, block, step,
@@ -22,6 +23,7 @@ use libfuzzer_sys::fuzz_target;
 use spatium::sph::boundary::{Obstacle, Obstacles, Shape};
 use spatium::sph::kernel::Kernels;
 use spatium::sph::source::Emitter;
+use spatium::sph::walls::{BoundaryParticles, BoundaryState, Face, Slip, TankFaces};
 use spatium::sph::{EquationOfState, Fluid, Integrator, ParticleState, SphParams};
 use spatium::uniform::{CellRecord, CellSortedHash, DenseGrid, SortedParticle, TableSlot};
 use spatium::{
@@ -31,6 +33,8 @@ use spatium::{
 const CAP: usize = 32;
 const SOLIDS: usize = 6;
 const MAX_OPS: usize = 64;
+/// Boundary particles the walls hold.
+const WALLS: usize = 512;
 
 #[derive(Arbitrary, Debug, Clone, Copy)]
 enum Op {
@@ -45,6 +49,12 @@ enum Op {
     Periodic(u8),
     /// A step with a `DenseGrid` over the fluid's periodic box.
     StepDense,
+    /// Samples boundary-particle walls around the domain: the faces closed
+    /// by the bits of the first mask, no-slip by the second, the raw
+    /// spacing and layer count (refusals change nothing).
+    Walls(u8, u8, f32, u8),
+    /// A step with the boundary particles and the obstacles.
+    StepWalls,
     Params(RawParams),
     Seed(f32, bool),
     AddSolid(RawShape, [f32; 3]),
@@ -57,6 +67,7 @@ enum Op {
 #[derive(Arbitrary, Debug, Clone, Copy)]
 struct RawParams {
     h: f32,
+    gradient_correction: f32,
     mass: f32,
     rest_density: f32,
     stiffness: f32,
@@ -148,6 +159,11 @@ fn run<P: Point>(ops: &[Op]) {
     );
     let mut solids = Obstacles::new(vec![Obstacle::EMPTY; SOLIDS], grid);
     let mut pipe: Option<Emitter<P>> = None;
+    let mut walls = BoundaryParticles::new(
+        vec![P::ZERO; WALLS],
+        vec![BoundaryState::EMPTY; WALLS],
+        hash::<P>(WALLS, 1024),
+    );
     for op in ops.iter().take(MAX_OPS) {
         let before = snapshot(&fluid);
         let len = fluid.len();
@@ -235,6 +251,43 @@ fn run<P: Point>(ops: &[Op]) {
                     Err(_) => must_keep = true,
                 }
             }
+            Op::Walls(closed, no_slip, spacing, layers) => {
+                let mut faces = TankFaces::closed(Slip::FreeSlip);
+                for (k, f) in faces.0.iter_mut().enumerate() {
+                    *f = if closed & (1 << k) == 0 {
+                        Face::Open
+                    } else if no_slip & (1 << k) != 0 {
+                        Face::Wall(Slip::NoSlip)
+                    } else {
+                        Face::Wall(Slip::FreeSlip)
+                    };
+                }
+                let had = walls.len();
+                let d = fluid.params().domain;
+                match walls.sample_box(d, spacing, u32::from(layers), faces) {
+                    Ok(n) => assert_eq!(walls.len(), had + n),
+                    Err(_) => assert_eq!(walls.len(), had),
+                }
+                must_keep = true;
+            }
+            Op::StepWalls => {
+                let mut both = (&mut walls, &mut solids);
+                match fluid.step(&mut ns, &mut both, &mut ()) {
+                    Ok(()) => {
+                        let d = fluid.params().domain;
+                        for (x, s) in fluid.positions().iter().zip(fluid.state()) {
+                            assert!(x.is_finite() && s.velocity.is_finite());
+                            for k in 0..P::DIM {
+                                assert!(
+                                    x.coord(k) >= d.min().coord(k)
+                                        && x.coord(k) <= d.max().coord(k)
+                                );
+                            }
+                        }
+                    }
+                    Err(_) => must_keep = true,
+                }
+            }
             Op::Params(r) => {
                 let p = SphParams {
                     h: r.h,
@@ -261,6 +314,7 @@ fn run<P: Point>(ops: &[Op]) {
                         .unwrap_or(P::Aabb::NAN),
                     particle_radius: r.particle_radius,
                     periodic: r.periodic,
+                    gradient_correction: r.gradient_correction,
                 };
                 let old = *fluid.params();
                 if fluid.set_params(p).is_err() {

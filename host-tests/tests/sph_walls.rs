@@ -302,3 +302,80 @@ fn boundary_density_equals_the_brute_force_sum() {
     }
     assert!(touched > 100, "{touched} particles near the walls");
 }
+
+/// Martin and Moyce (1952), the collapse of a water column of width `a` and
+/// height `2a` (`n² = 2`, `a` = 2.25 in): the surge front `Z = x/a` at
+/// `T = t·√(2g/a)`, as digitised from their figure 3.
+const MARTIN_MOYCE: [(f32, f32); 5] = [
+    (0.832, 1.217),
+    (1.219, 1.474),
+    (1.997, 2.292),
+    (2.547, 2.995),
+    (3.345, 4.134),
+];
+
+/// A 2D dam break in an open-top tank `5a` long with no-slip walls: the
+/// front `Z(T)` at the experiment's times, by linear interpolation between
+/// steps. The front is the rightmost particle plus half a spacing (so
+/// `Z(0) = 1`).
+fn dam_break_2d(a: f32, per_a: u32, slip: Slip) -> Vec<(f32, f32)> {
+    let s = a / per_a as f32;
+    let tank = boxed::<Vec2>([0.0; 3], [5.0 * a, 3.0 * a, 0.0]);
+    let p = SphParams::<Vec2>::water(tank, s).unwrap();
+    let column = boxed::<Vec2>([0.0; 3], [a, 2.0 * a, 0.0]);
+    let cap = (2 * per_a * per_a) as usize;
+    let mut f: VecFluid<Vec2> =
+        Fluid::new(vec![Vec2::ZERO; cap], vec![ParticleState::EMPTY; cap], p);
+    assert_eq!(f.fill_block(column, s, Vec2::ZERO).unwrap(), cap);
+    let mut ns = search::<Vec2>(cap);
+    let mut w = walls::<Vec2>(tank, s, TankFaces::open_top(slip));
+    let scale = (2.0 * 9.81 / a).sqrt();
+    let front =
+        |f: &VecFluid<Vec2>| (f.positions().iter().map(|x| x.x).fold(0.0, f32::max) + 0.5 * s) / a;
+    let mut out = Vec::new();
+    let (mut t, mut z) = (0.0f32, front(&f));
+    for &(te, _) in &MARTIN_MOYCE {
+        while t * scale < te {
+            f.step(&mut ns, &mut w, &mut ()).unwrap();
+            let (t1, z1) = (t + p.dt, front(&f));
+            if t1 * scale >= te {
+                let u = (te / scale - t) / p.dt;
+                out.push((te, z + u * (z1 - z)));
+            }
+            (t, z) = (t1, z1);
+        }
+    }
+    out
+}
+
+#[test]
+fn dam_break_2d_probe() {
+    for (per_a, slip) in [(40, Slip::NoSlip), (80, Slip::NoSlip), (80, Slip::FreeSlip)] {
+        let got = dam_break_2d(0.1, per_a, slip);
+        for ((t, z), (_, ze)) in got.iter().zip(MARTIN_MOYCE) {
+            println!(
+                "a/{per_a} {slip:?}: T {t:.3} Z {z:.3} experiment {ze:.3} ({:+.1} %)",
+                100.0 * (z / ze - 1.0)
+            );
+        }
+    }
+}
+
+/// The memory formula: `12d + 12` bytes per slot.
+#[test]
+fn memory_is_the_formula() {
+    use spatium::Inspect;
+    let w3: VecWalls<Vec3> = BoundaryParticles::new(
+        vec![Vec3::ZERO; 100],
+        vec![BoundaryState::EMPTY; 100],
+        search::<Vec3>(100),
+    );
+    assert_eq!(w3.memory_bytes(), 100 * (12 * 3 + 12));
+    let w2: VecWalls<Vec2> = BoundaryParticles::new(
+        vec![Vec2::ZERO; 100],
+        vec![BoundaryState::EMPTY; 100],
+        search::<Vec2>(100),
+    );
+    assert_eq!(w2.memory_bytes(), 100 * (12 * 2 + 12));
+    assert_eq!(w2.stats().capacity, 100);
+}

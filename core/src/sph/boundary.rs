@@ -543,6 +543,58 @@ impl<P: Point, A: Collider<P>, B: Collider<P>> Collider<P> for (A, B) {
     }
 }
 
+/// A collider borrowed: `(&mut walls, &mut obstacles)` combines two
+/// without moving them.
+impl<P: Point, C: Collider<P>> Collider<P> for &mut C {
+    fn collide(
+        &mut self,
+        x: &mut P,
+        v: &mut P,
+        radius: f32,
+        damping: f32,
+        walls: &P::Aabb,
+    ) -> Result<(), Error> {
+        (**self).collide(x, v, radius, damping, walls)
+    }
+
+    fn boundary_particles(&self) -> usize {
+        (**self).boundary_particles()
+    }
+
+    fn add_boundary_density(
+        &mut self,
+        x: &[P],
+        st: &mut [ParticleState<P>],
+        k: &Kernels,
+        p: &SphParams<P>,
+        period: &PeriodicBox<P>,
+    ) -> Result<(), Error> {
+        (**self).add_boundary_density(x, st, k, p, period)
+    }
+
+    fn update_boundary(
+        &mut self,
+        x: &[P],
+        st: &[ParticleState<P>],
+        k: &Kernels,
+        p: &SphParams<P>,
+        period: &PeriodicBox<P>,
+    ) -> Result<(), Error> {
+        (**self).update_boundary(x, st, k, p, period)
+    }
+
+    fn add_boundary_forces(
+        &mut self,
+        x: &[P],
+        st: &mut [ParticleState<P>],
+        k: &Kernels,
+        p: &SphParams<P>,
+        period: &PeriodicBox<P>,
+    ) -> Result<(), Error> {
+        (**self).add_boundary_forces(x, st, k, p, period)
+    }
+}
+
 impl<P: Point> Collider<P> for () {
     fn collide(&mut self, _: &mut P, _: &mut P, _: f32, _: f32, _: &P::Aabb) -> Result<(), Error> {
         Ok(())

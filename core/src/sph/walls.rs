@@ -658,3 +658,37 @@ where
         Ok(())
     }
 }
+
+/// Occupancy of [`BoundaryParticles`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct BoundaryStats {
+    /// Particles stored.
+    pub particles: usize,
+    /// Particles the buffers hold.
+    pub capacity: usize,
+}
+
+impl<P, X, S, W> crate::inspect::Inspect for BoundaryParticles<P, X, S, W>
+where
+    P: Point,
+    X: Storage<P>,
+    S: Storage<BoundaryState<P>>,
+    W: NeighborSearch<P>,
+{
+    type Stats = BoundaryStats;
+
+    /// Bytes of the two buffers, `(12d + 12)` per slot (the search's own
+    /// are not counted: ask it).
+    fn memory_bytes(&self) -> usize {
+        core::mem::size_of_val(self.positions.as_ref())
+            + core::mem::size_of_val(self.state.as_ref())
+    }
+
+    fn stats(&self) -> BoundaryStats {
+        BoundaryStats {
+            particles: self.len,
+            capacity: self.capacity(),
+        }
+    }
+}
