@@ -12,6 +12,11 @@ use core::fmt;
 // allocating (or borrowing for `'static`).
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
+// A 32-bit tag, fields from offset 4: without it the `u8` field of
+// `PeriodTooShort` (offset 1) keeps the tag a byte, every `Result<_, Error>`
+// is copied as 1 + 11 unaligned bytes, and on Cortex-M that pulls
+// `memcpy` (730 B) into firmware that only asks `is_ok()`.
+#[repr(u32)]
 pub enum Error {
     /// A coordinate is NaN or infinite.
     NonFinite,

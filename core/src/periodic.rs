@@ -64,6 +64,8 @@ impl<P: Point> PeriodicBox<P> {
     /// [`Error::NonFinite`] for a non-finite corner, [`Error::InvertedBox`]
     /// unless `lo < hi` on every axis, [`Error::InvalidConfig`] (`"axes"`)
     /// for a bit at or above `DIM`.
+    // Out of line: its callers' path for no periodic axis stays small.
+    #[inline(never)]
     pub fn new(lo: P, hi: P, axes: u8) -> Result<Self, Error> {
         if !lo.is_finite() || !hi.is_finite() {
             return Err(Error::NonFinite);
@@ -178,6 +180,24 @@ impl<P: Point> PeriodicBox<P> {
             return p;
         }
         P::from_fn(|k| self.wrap_coord(k, p.coord(k)))
+    }
+
+    /// [`wrap`](Self::wrap) of every point of `xs`, in place; out of line,
+    /// so that a caller's non-periodic path carries only the call.
+    /// (The same points as `wrap`: `wrap_coord` returns the coordinates of
+    /// the other axes unchanged.)
+    #[inline(never)]
+    pub(crate) fn wrap_all(&self, xs: &mut [P]) {
+        for x in xs {
+            let p = *x;
+            *x = P::from_fn(|k| self.wrap_coord_out_of_line(k, p.coord(k)));
+        }
+    }
+
+    /// [`wrap_coord`](Self::wrap_coord), one copy for every axis.
+    #[inline(never)]
+    fn wrap_coord_out_of_line(&self, axis: usize, x: f32) -> f32 {
+        self.wrap_coord(axis, x)
     }
 
     /// `true` if every periodic coordinate of `p` lies in `[lo, hi)`.

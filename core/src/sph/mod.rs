@@ -582,9 +582,16 @@ impl<P: Point> PairTerms<'_, P> {
     /// Adds the pair's terms of `pass` to both particles, equal and
     /// opposite.
     #[inline(always)]
-    fn pair(&mut self, pass: PairPass, i: u32, j: u32, d2: f32) {
+    fn pair<const PERIODIC: bool>(&mut self, pass: PairPass, i: u32, j: u32, d2: f32) {
         let Some((i, j)) = pair_ids(i, j, self.st.len(), &mut self.bad) else {
             return;
+        };
+        // Without periodic axes (known from the search's type) the plain
+        // `x[i] - x[j]`, the same float.
+        let period = if PERIODIC {
+            self.period
+        } else {
+            PeriodicBox::NONE
         };
         let (k, p, x, st) = (self.k, self.p, self.x, &mut *self.st);
         let m = p.mass;
@@ -597,20 +604,20 @@ impl<P: Point> PairTerms<'_, P> {
             PairPass::Normals if CHUNKED => {
                 // `acceleration`'s first coordinate holds `1/ρ` during
                 // this pass (see `evaluate`).
-                let g = k.poly6_gradient(self.period.offset(x[i], x[j]), d2) * (p.h * m);
+                let g = k.poly6_gradient(period.offset(x[i], x[j]), d2) * (p.h * m);
                 let (inv_i, inv_j) = (st[i].acceleration.coord(0), st[j].acceleration.coord(0));
                 st[i].normal += g * inv_j;
                 st[j].normal -= g * inv_i;
             }
             PairPass::Normals => {
-                let g = k.poly6_gradient(self.period.offset(x[i], x[j]), d2) * (p.h * m);
+                let g = k.poly6_gradient(period.offset(x[i], x[j]), d2) * (p.h * m);
                 let (ri, rj) = (st[i].density, st[j].density);
                 let inv = 1.0 / (ri * rj);
                 st[i].normal += g * (ri * inv);
                 st[j].normal -= g * (rj * inv);
             }
             PairPass::Forces => {
-                let a = pair_acceleration(k, p, self.period.offset(x[i], x[j]), d2, &st[i], &st[j]);
+                let a = pair_acceleration(k, p, period.offset(x[i], x[j]), d2, &st[i], &st[j]);
                 st[i].acceleration += a;
                 st[j].acceleration -= a;
             }
@@ -807,15 +814,17 @@ fn pair_pass<P: Point, N: NeighborSearch<P>>(
     } else if CHUNKED && matches!(pass, PairPass::Density) {
         search.for_each_pair(
             #[inline(always)]
-            |i, j, d2| terms.pair(PairPass::Density, i, j, d2),
+            |i, j, d2| terms.pair::<true>(PairPass::Density, i, j, d2),
         );
     } else if CHUNKED {
         search.for_each_pair(
             #[inline(always)]
-            |i, j, d2| terms.pair(PairPass::Normals, i, j, d2),
+            |i, j, d2| terms.pair::<true>(PairPass::Normals, i, j, d2),
         );
+    } else if search.periodic().is_periodic() {
+        search.for_each_pair(|i, j, d2| terms.pair::<true>(pass, i, j, d2));
     } else {
-        search.for_each_pair(|i, j, d2| terms.pair(pass, i, j, d2));
+        search.for_each_pair(|i, j, d2| terms.pair::<false>(pass, i, j, d2));
     }
 }
 
@@ -1156,11 +1165,8 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
         let p = &self.params;
         let x = &mut self.positions.as_mut()[..n];
         // Through a periodic face first (the walls there then never act).
-        let period = p.periodic_box()?;
-        if period.is_periodic() {
-            for xi in x.iter_mut() {
-                *xi = period.wrap(*xi);
-            }
+        if p.periodic != 0 {
+            p.periodic_box()?.wrap_all(x);
         }
         let mut result = Ok(());
         for (xi, s) in x.iter_mut().zip(&mut self.state.as_mut()[..n]) {
@@ -1201,8 +1207,12 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
                 got: search.len(),
             });
         }
-        let period = p.periodic_box()?;
-        if search.periodic() != period {
+        let period = search.periodic();
+        if p.periodic != 0 && !period.is_periodic() {
+            p.periodic_box()?;
+            return Err(Error::InvalidConfig { field: "periodic" });
+        }
+        if p.periodic_box()? != period {
             return Err(Error::InvalidConfig { field: "periodic" });
         }
         let mut terms = PairTerms {
