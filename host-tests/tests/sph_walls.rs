@@ -348,15 +348,28 @@ fn dam_break_2d(a: f32, per_a: u32, slip: Slip) -> Vec<(f32, f32)> {
     out
 }
 
+/// The 2D dam break with no-slip walls against Martin and Moyce: at a/20
+/// and a/40 the front lags the experiment (the preset's artificial
+/// viscosity, `∝ h`, drags along the floor), and the lag shrinks with the
+/// spacing at every time from `T = 2` on; at a/40 it is within 15 %.
+/// (a/80 gave −0.8, −3.7, −7.7 % at `T` = 2.0, 2.5, 3.3: see the
+/// validation report.)
 #[test]
-fn dam_break_2d_probe() {
-    for (per_a, slip) in [(40, Slip::NoSlip), (80, Slip::NoSlip), (80, Slip::FreeSlip)] {
-        let got = dam_break_2d(0.1, per_a, slip);
-        for ((t, z), (_, ze)) in got.iter().zip(MARTIN_MOYCE) {
-            println!(
-                "a/{per_a} {slip:?}: T {t:.3} Z {z:.3} experiment {ze:.3} ({:+.1} %)",
-                100.0 * (z / ze - 1.0)
-            );
+fn dam_break_front_converges_to_the_experiment() {
+    let coarse = dam_break_2d(0.1, 20, Slip::NoSlip);
+    let fine = dam_break_2d(0.1, 40, Slip::NoSlip);
+    assert_eq!(coarse.len(), MARTIN_MOYCE.len());
+    assert_eq!(fine.len(), MARTIN_MOYCE.len());
+    for (((t, zc), (_, zf)), (_, ze)) in coarse.iter().zip(&fine).zip(MARTIN_MOYCE) {
+        let (ec, ef) = (zc / ze - 1.0, zf / ze - 1.0);
+        println!(
+            "T {t:.3}: a/20 {:+.1} %, a/40 {:+.1} %",
+            100.0 * ec,
+            100.0 * ef
+        );
+        assert!(ef.abs() < 0.15, "T {t}: a/40 off by {ef}");
+        if *t > 1.9 {
+            assert!(ef.abs() < ec.abs(), "T {t}: {ef} at a/40, {ec} at a/20");
         }
     }
 }
