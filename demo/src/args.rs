@@ -30,6 +30,12 @@ usage: spatium-demo [FLAGS]
                      (spatium::PairCache: the search runs once per force
                      evaluation instead of three times), ignoring --threads;
                      0..=256; 0 (default) runs the parallel step
+  --walls L          walls of L layers of boundary particles on the box's
+                     floor and sides (spatium::sph::walls, no-slip, open
+                     top) instead of the seed's clamp, 0..=8; 0 (default)
+                     clamps. Runs the serial step (as --pair-cache, 32 pairs
+                     per particle unless given): the parallel step refuses
+                     boundary particles
   -h, --help         print this text";
 
 pub use spatium_host::runtime::{BroadKind, Named, SearchKind};
@@ -69,6 +75,8 @@ pub struct Args {
     pub sort_every: usize,
     /// Threads of the parallel step (0: all cores).
     pub threads: usize,
+    /// Layers of boundary-particle walls (0: the seed's clamp).
+    pub walls: u32,
 }
 
 impl Default for Args {
@@ -87,6 +95,7 @@ impl Default for Args {
             pair_cache: 0,
             sort_every: 50,
             threads: 0,
+            walls: 0,
         }
     }
 }
@@ -175,6 +184,7 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Command, String>
             "--pair-cache",
             "--sort-every",
             "--threads",
+            "--walls",
         ];
         if !known.contains(&flag.as_str()) {
             return Err(format!("unknown flag {flag:?}"));
@@ -198,6 +208,7 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Command, String>
             "--pair-cache" => a.pair_cache = integer(f, v, 0, 256)?,
             "--sort-every" => a.sort_every = integer(f, v, 0, MAX_STEPS)?,
             "--threads" => a.threads = integer(f, v, 0, MAX_THREADS)?,
+            "--walls" => a.walls = integer(f, v, 0, 8)?,
             _ => {
                 if v.is_empty() {
                     return Err(format!("{f} needs a non-empty value"));

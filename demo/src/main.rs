@@ -22,8 +22,11 @@ use std::time::Instant;
 
 use spatium::sph::boundary::SHARED_OBSTACLES;
 use spatium::sph::source::Emitter;
+use spatium::sph::walls::{BoundaryParticles, BoundaryState, Slip, TankFaces, box_count};
 use spatium::sph::{Fluid, GatherSlot, ParticleState, SphParams, StageTimer};
+use spatium::table::table_len;
 use spatium::{Error, NeighborPair, NeighborSearch, PairCache, Vec3};
+use spatium_host::make::{self, VecCellSorted};
 
 use args::Named;
 use args::{Args, Command, USAGE};
@@ -97,30 +100,54 @@ enum Stepper {
         search: Box<PairCache<Search, Vec<NeighborPair>>>,
         /// Steps whose pairs overflowed the cache.
         uncached: usize,
+        /// Walls of boundary particles (`--walls`), or the seed's clamp.
+        walls: Option<Box<Walls>>,
     },
+}
+
+/// Boundary-particle walls over `Vec`s, with a cell-sorted hash over them.
+type Walls = BoundaryParticles<Vec3, Vec<Vec3>, Vec<BoundaryState<Vec3>>, VecCellSorted<Vec3>>;
+
+/// The walls `--walls` asks for: `layers` layers on the box's floor and
+/// sides, no-slip, open top.
+fn walls(a: &Args) -> Result<Option<Box<Walls>>, Error> {
+    if a.walls == 0 {
+        return Ok(None);
+    }
+    let faces = TankFaces::open_top(Slip::NoSlip);
+    let n = box_count::<Vec3>(scene::domain(), a.spacing, a.walls, faces)?;
+    let mut w = BoundaryParticles::new(
+        vec![Vec3::ZERO; n],
+        vec![BoundaryState::EMPTY; n],
+        make::cell_sorted::<Vec3>(n, table_len(n, 2)),
+    );
+    w.sample_box(scene::domain(), a.spacing, a.walls, faces)?;
+    Ok(Some(Box::new(w)))
 }
 
 impl Stepper {
     /// The stepper the flags ask for.
-    fn new(a: &Args) -> Self {
+    fn new(a: &Args) -> Result<Self, Error> {
         let search = Search::new(a.structure, a.particles);
-        if a.pair_cache > 0 {
-            Self::Serial {
+        if a.pair_cache > 0 || a.walls > 0 {
+            let per = if a.pair_cache > 0 { a.pair_cache } else { 32 };
+            Ok(Self::Serial {
                 search: Box::new(PairCache::new(
                     search,
-                    vec![NeighborPair::EMPTY; a.pair_cache * a.particles],
+                    vec![NeighborPair::EMPTY; per * a.particles],
                 )),
                 uncached: 0,
-            }
+                walls: walls(a)?,
+            })
         } else {
-            Self::Parallel {
+            Ok(Self::Parallel {
                 exec: HostExec::new(a.threads),
                 search: Box::new(search),
                 work: vec![GatherSlot::EMPTY; a.particles],
                 order: vec![0; a.particles],
                 offsets: vec![0; a.particles + 1],
                 indices: vec![0; LIST_ROOM * a.particles],
-            }
+            })
         }
     }
 
@@ -147,9 +174,13 @@ impl Stepper {
                     if t == 1 { "" } else { "s" }
                 )
             }
-            Self::Serial { .. } => {
+            Self::Serial { walls: None, .. } => {
                 "serial pair step (Fluid::step) with a pair cache, 1 thread".to_string()
             }
+            Self::Serial { walls: Some(w), .. } => format!(
+                "serial pair step (Fluid::step) with a pair cache, 1 thread; walls of {} boundary particles",
+                w.len()
+            ),
         }
     }
 
@@ -197,8 +228,15 @@ impl Stepper {
                 work,
                 (offsets, indices),
             ),
-            Self::Serial { search, uncached } => {
-                fluid.step(search.as_mut(), solids, timer)?;
+            Self::Serial {
+                search,
+                uncached,
+                walls,
+            } => {
+                match walls {
+                    Some(w) => fluid.step(search.as_mut(), &mut (&mut **w, &mut *solids), timer)?,
+                    None => fluid.step(search.as_mut(), solids, timer)?,
+                }
                 if !search.is_cached() {
                     *uncached += 1;
                 }
@@ -283,7 +321,7 @@ fn run(a: &Args, wall: Instant) -> Result<(), String> {
     let params = scene::params(a.spacing, a.dt)?;
     let mut solids = solids(a, &params)?;
     let mut emitter: Emitter<Vec3> = scene::pipe(a.spacing, a.particles)?;
-    let mut stepper = Stepper::new(a);
+    let mut stepper = Stepper::new(a).map_err(|e| format!("--walls {}: {e}", a.walls))?;
     let mut fluid: VecFluid = Fluid::new(
         vec![Vec3::ZERO; a.particles],
         vec![ParticleState::EMPTY; a.particles],
@@ -434,7 +472,10 @@ fn run(a: &Args, wall: Instant) -> Result<(), String> {
     let reports = t.elapsed().as_secs_f64();
 
     report(a, &fluid, &emitter, solids.len(), scale);
-    if let Stepper::Serial { search, uncached } = &stepper {
+    if let Stepper::Serial {
+        search, uncached, ..
+    } = &stepper
+    {
         say!(
             "pair cache: the last build found {} pairs; {uncached} of {} steps overflowed the cache and searched three times",
             search.pair_count(),
@@ -564,7 +605,7 @@ mod tests {
             };
             let mut solids = solids(&a, &params).expect("solids");
             let mut pipe = scene::pipe(a.spacing, a.particles).expect("pipe");
-            let mut stepper = Stepper::new(&a);
+            let mut stepper = Stepper::new(&a).expect("stepper");
             let mut fluid: VecFluid = Fluid::new(
                 vec![Vec3::ZERO; a.particles],
                 vec![ParticleState::EMPTY; a.particles],
