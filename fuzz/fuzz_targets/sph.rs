@@ -55,6 +55,11 @@ enum Op {
     Walls(u8, u8, f32, u8),
     /// A step with the boundary particles and the obstacles.
     StepWalls,
+    /// Samples a solid as boundary particles (raw shape, velocity, spacing,
+    /// layers).
+    WallShape(RawShape, [f32; 3], f32, u8),
+    /// Moves the boundary particles by their velocities.
+    WallAdvance(f32),
     Params(RawParams),
     Seed(f32, bool),
     AddSolid(RawShape, [f32; 3]),
@@ -268,6 +273,29 @@ fn run<P: Point>(ops: &[Op]) {
                     Ok(n) => assert_eq!(walls.len(), had + n),
                     Err(_) => assert_eq!(walls.len(), had),
                 }
+                must_keep = true;
+            }
+            Op::WallShape(raw, v, spacing, layers) => {
+                let had = walls.len();
+                let r = walls.sample_shape(
+                    &shape::<P>(raw),
+                    at(v),
+                    spacing,
+                    u32::from(layers),
+                    Slip::NoSlip,
+                );
+                match r {
+                    Ok(n) => assert_eq!(walls.len(), had + n),
+                    Err(_) => assert_eq!(walls.len(), had),
+                }
+                must_keep = true;
+            }
+            Op::WallAdvance(dt) => {
+                let before: Vec<P> = walls.positions().to_vec();
+                if walls.advance(dt).is_err() {
+                    assert!(before == walls.positions());
+                }
+                assert!(walls.positions().iter().all(|x| x.is_finite()));
                 must_keep = true;
             }
             Op::StepWalls => {

@@ -392,3 +392,98 @@ fn memory_is_the_formula() {
     assert_eq!(w2.memory_bytes(), 100 * (12 * 2 + 12));
     assert_eq!(w2.stats().capacity, 100);
 }
+
+/// A solid sampled as boundary particles holds the fluid off: water poured
+/// onto a disc of boundary particles ends around it, no particle centre
+/// deeper than a quarter spacing into it, and the sample lies inside the
+/// disc within its layers. A box sampled and moved by `advance` moves its
+/// particles by exactly `v·dt`.
+#[test]
+fn sampled_solids_hold_the_fluid_off() {
+    use spatium::sph::boundary::Shape;
+    let s = 0.01;
+    let tank = boxed::<Vec2>([0.0; 3], [0.4, 0.4, 0.0]);
+    let (centre, radius) = (Vec2::new(0.2, 0.12), 0.06);
+    let mut w: VecWalls<Vec2> = BoundaryParticles::new(
+        vec![Vec2::ZERO; 2000],
+        vec![BoundaryState::EMPTY; 2000],
+        search::<Vec2>(2000),
+    );
+    let disc = Shape::Sphere {
+        center: centre,
+        radius,
+    };
+    let n = w
+        .sample_shape(&disc, Vec2::ZERO, s, 3, Slip::NoSlip)
+        .unwrap();
+    assert_eq!(n, w.len());
+    // About the annulus' area in lattice cells: π(6² − 3²) ≈ 84.8.
+    let annulus = core::f32::consts::PI * (radius * radius - (radius - 3.0 * s).powi(2)) / (s * s);
+    assert!(
+        (n as f32 - annulus).abs() < 0.1 * annulus,
+        "{n} vs {annulus}"
+    );
+    for x in w.positions() {
+        let r = x.distance_squared(centre).sqrt();
+        assert!(r <= radius && r > radius - 3.0 * s - 1e-6, "{x:?} at {r}");
+    }
+    assert_eq!(
+        w.sample_shape(
+            &Shape::Triangle([Vec2::ZERO, Vec2::new(0.1, 0.0), Vec2::new(0.0, 0.1)]),
+            Vec2::ZERO,
+            s,
+            3,
+            Slip::NoSlip
+        ),
+        Err(Error::InvalidShape)
+    );
+    let p = SphParams::<Vec2>::water(tank, s).unwrap();
+    let mut f: VecFluid<Vec2> =
+        Fluid::new(vec![Vec2::ZERO; 2000], vec![ParticleState::EMPTY; 2000], p);
+    f.fill_block(
+        boxed::<Vec2>([0.1, 0.22, 0.0], [0.3, 0.3, 0.0]),
+        s,
+        Vec2::ZERO,
+    )
+    .unwrap();
+    let mut ns = search::<Vec2>(f.len());
+    for _ in 0..(0.6 / p.dt) as usize {
+        f.step(&mut ns, &mut w, &mut ()).unwrap();
+    }
+    let deepest = f
+        .positions()
+        .iter()
+        .map(|x| radius - x.distance_squared(centre).sqrt())
+        .fold(f32::MIN, f32::max);
+    println!(
+        "deepest fluid particle: {:.3} spacings into the disc",
+        deepest / s
+    );
+    assert!(deepest < 0.25 * s, "{deepest}");
+    // Some water rests on the disc (not all of it slid off).
+    assert!(
+        f.positions()
+            .iter()
+            .any(|x| x.y > centre.y && (x.distance_squared(centre).sqrt() - radius) < 2.0 * s)
+    );
+
+    // A moving box.
+    let mut m: VecWalls<Vec2> = BoundaryParticles::new(
+        vec![Vec2::ZERO; 500],
+        vec![BoundaryState::EMPTY; 500],
+        search::<Vec2>(500),
+    );
+    let b = boxed::<Vec2>([0.1, 0.1, 0.0], [0.2, 0.15, 0.0]);
+    let v = Vec2::new(0.5, -0.25);
+    let k = m
+        .sample_shape(&Shape::Box(b), v, s, 2, Slip::FreeSlip)
+        .unwrap();
+    // 10 × 5 lattice points, all but the 6 × 1 core within two layers.
+    assert_eq!(k, 50 - 6);
+    let before = m.positions().to_vec();
+    m.advance(0.1).unwrap();
+    for (a, b) in before.iter().zip(m.positions()) {
+        assert_eq!(*b, *a + v * 0.1);
+    }
+    assert_eq!(m.advance(f32::NAN), Err(Error::NonFinite));
+}

@@ -37,7 +37,7 @@
 //! constant that is about the cost of a neighbour query on an empty
 //! neighbourhood away from the walls.
 
-use super::boundary::Collider;
+use super::boundary::{Collider, Shape};
 use super::kernel::Kernels;
 use super::{EquationOfState, ParticleState, SphParams, pair_acceleration};
 use crate::error::Error;
@@ -333,6 +333,83 @@ impl<P: Point, X: Storage<P>, S: Storage<BoundaryState<P>>, W: NeighborSearch<P>
         Ok(count)
     }
 
+    /// Samples a solid as boundary particles: the points of a lattice of
+    /// `spacing` inside the shape within `layers·spacing` of its surface, all
+    /// moving with `velocity` ([`advance`](Self::advance) moves them). A box
+    /// is sampled as [`sample_box`](Self::sample_box) samples a tank's walls
+    /// from inside (points at `lo + (i + ½)·sₖ`); a sphere on the lattice
+    /// through its centre (its centre a point). A triangle has no inside
+    /// (refused). Returns how many were added.
+    ///
+    /// # Errors
+    /// [`Shape::check`]'s errors; [`Error::InvalidShape`] for a triangle;
+    /// [`Error::InvalidConfig`] for a bad spacing, `layers` of 0 or above
+    /// 64, or a sample of more than 2³² lattice points to visit;
+    /// [`Error::NonFinite`] for the velocity; [`Error::CapacityExceeded`].
+    /// Nothing changes on error.
+    pub fn sample_shape(
+        &mut self,
+        shape: &Shape<P>,
+        velocity: P,
+        spacing: f32,
+        layers: u32,
+        slip: Slip,
+    ) -> Result<usize, Error> {
+        shape.check()?;
+        if !velocity.is_finite() {
+            return Err(Error::NonFinite);
+        }
+        self.check_spacing(spacing)?;
+        if layers == 0 || layers > 64 {
+            return Err(Error::InvalidConfig { field: "layers" });
+        }
+        let sample = ShapeLattice::new(shape, spacing, layers)?;
+        let count = sample.points().count();
+        if count > self.capacity() - self.len {
+            return Err(Error::CapacityExceeded {
+                capacity: self.capacity(),
+            });
+        }
+        for x in sample.points() {
+            self.push(x, velocity, spacing, slip)?;
+        }
+        Ok(count)
+    }
+
+    /// Moves every particle by its velocity times `dt` (kinematic solids;
+    /// the search is rebuilt at the next step). Particles of static solids
+    /// do not move.
+    ///
+    /// # Errors
+    /// [`Error::NonFinite`] for a `dt` that is not finite or a position
+    /// that would stop being finite; nothing moves then.
+    pub fn advance(&mut self, dt: f32) -> Result<(), Error> {
+        let n = self.len;
+        if !dt.is_finite() {
+            return Err(Error::NonFinite);
+        }
+        let (x, st) = (&self.positions.as_ref()[..n], &self.state.as_ref()[..n]);
+        if !x
+            .iter()
+            .zip(st)
+            .all(|(x, s)| (*x + s.velocity * dt).is_finite())
+        {
+            return Err(Error::NonFinite);
+        }
+        let mut moved = false;
+        let st = &self.state.as_ref()[..n];
+        for (x, s) in self.positions.as_mut()[..n].iter_mut().zip(st) {
+            if s.velocity != P::ZERO {
+                *x += s.velocity * dt;
+                moved = true;
+            }
+        }
+        if moved {
+            self.built = f32::NAN;
+        }
+        Ok(())
+    }
+
     /// Builds the search over the particles at radius `h` if a change or
     /// another radius made it stale.
     fn ensure_built(&mut self, h: f32, period: &PeriodicBox<P>) -> Result<(), Error> {
@@ -497,6 +574,89 @@ impl<P: Point> BoxLattice<P> {
                     },
                 )
             })
+        })
+    }
+}
+
+/// The sample of [`BoundaryParticles::sample_shape`].
+struct ShapeLattice<P: Point> {
+    shape: Shape<P>,
+    /// First lattice point along each axis, spacing along each axis.
+    origin: P,
+    step: P,
+    /// Lattice points along each axis.
+    n: [i64; 3],
+    depth: f32,
+}
+
+impl<P: Point> ShapeLattice<P> {
+    fn new(shape: &Shape<P>, spacing: f32, layers: u32) -> Result<Self, Error> {
+        let depth = layers as f32 * spacing;
+        let mut n = [1i64; 3];
+        let (origin, step) = match *shape {
+            Shape::Box(b) => {
+                let (lo, hi) = (b.min(), b.max());
+                let mut step = [spacing; 3];
+                for k in 0..P::DIM {
+                    let cells = libm::roundf((hi.coord(k) - lo.coord(k)) / spacing);
+                    if !(cells.is_finite() && cells < 4.0e9) {
+                        return Err(Error::InvalidConfig { field: "spacing" });
+                    }
+                    n[k] = (cells as i64).max(1);
+                    step[k] = (hi.coord(k) - lo.coord(k)) / n[k] as f32;
+                }
+                let step = P::from_fn(|k| step[k]);
+                (P::from_fn(|k| lo.coord(k) + 0.5 * step.coord(k)), step)
+            }
+            Shape::Sphere { center, radius } => {
+                let m = libm::floorf(radius / spacing);
+                if !(m.is_finite() && m < 2.0e9) {
+                    return Err(Error::InvalidConfig { field: "spacing" });
+                }
+                let m = m as i64;
+                for v in n.iter_mut().take(P::DIM) {
+                    *v = 2 * m + 1;
+                }
+                let o = P::from_fn(|k| center.coord(k) - m as f32 * spacing);
+                (o, P::from_fn(|_| spacing))
+            }
+            Shape::Triangle(_) => return Err(Error::InvalidShape),
+        };
+        let visits = n.iter().map(|&v| v as u128).product::<u128>();
+        if visits > u128::from(u32::MAX) {
+            return Err(Error::InvalidConfig { field: "spacing" });
+        }
+        Ok(Self {
+            shape: *shape,
+            origin,
+            step,
+            n,
+            depth,
+        })
+    }
+
+    /// Depth of `x` below the surface (negative outside).
+    fn depth_of(&self, x: P) -> f32 {
+        match self.shape {
+            Shape::Box(b) => (0..P::DIM)
+                .map(|k| (x.coord(k) - b.min().coord(k)).min(b.max().coord(k) - x.coord(k)))
+                .fold(f32::INFINITY, f32::min),
+            Shape::Sphere { center, radius } => radius - libm::sqrtf(x.distance_squared(center)),
+            Shape::Triangle(_) => -1.0,
+        }
+    }
+
+    fn points(&self) -> impl Iterator<Item = P> + '_ {
+        let total = self.n[0] * self.n[1] * self.n[2];
+        (0..total).filter_map(move |flat| {
+            let idx = [
+                flat % self.n[0],
+                (flat / self.n[0]) % self.n[1],
+                flat / (self.n[0] * self.n[1]),
+            ];
+            let x = P::from_fn(|k| self.origin.coord(k) + idx[k] as f32 * self.step.coord(k));
+            let d = self.depth_of(x);
+            (d >= 0.0 && d < self.depth).then_some(x)
         })
     }
 }
