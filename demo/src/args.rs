@@ -33,9 +33,7 @@ usage: spatium-demo [FLAGS]
   --walls L          walls of L layers of boundary particles on the box's
                      floor and sides (spatium::sph::walls, no-slip, open
                      top) instead of the seed's clamp, 0..=8; 0 (default)
-                     clamps. Runs the serial step (as --pair-cache, 32 pairs
-                     per particle unless given): the parallel step refuses
-                     boundary particles
+                     clamps (the boundary passes run on one thread)
   -h, --help         print this text";
 
 pub use spatium_host::runtime::{BroadKind, Named, SearchKind};

@@ -93,6 +93,8 @@ enum Stepper {
         offsets: Vec<u32>,
         /// Neighbour lists ([`LIST_ROOM`] slots per particle).
         indices: Vec<u32>,
+        /// Walls of boundary particles (`--walls`), or the seed's clamp.
+        walls: Option<Box<Walls>>,
     },
     /// [`Fluid::step`] on the calling thread behind a pair cache.
     Serial {
@@ -129,8 +131,8 @@ impl Stepper {
     /// The stepper the flags ask for.
     fn new(a: &Args) -> Result<Self, Error> {
         let search = Search::new(a.structure, a.particles);
-        if a.pair_cache > 0 || a.walls > 0 {
-            let per = if a.pair_cache > 0 { a.pair_cache } else { 32 };
+        if a.pair_cache > 0 {
+            let per = a.pair_cache;
             Ok(Self::Serial {
                 search: Box::new(PairCache::new(
                     search,
@@ -147,6 +149,7 @@ impl Stepper {
                 order: vec![0; a.particles],
                 offsets: vec![0; a.particles + 1],
                 indices: vec![0; LIST_ROOM * a.particles],
+                walls: walls(a)?,
             })
         }
     }
@@ -161,7 +164,13 @@ impl Stepper {
 
     /// The step's form and threads, for the report.
     fn describe(&self) -> String {
-        match self {
+        let walls = match self {
+            Self::Parallel { walls, .. } | Self::Serial { walls, .. } => walls
+                .as_ref()
+                .map(|w| format!("; walls of {} boundary particles", w.len()))
+                .unwrap_or_default(),
+        };
+        let form = match self {
             Self::Parallel { exec, .. } => {
                 let pool = match exec {
                     HostExec::Serial => "the calling thread",
@@ -174,14 +183,11 @@ impl Stepper {
                     if t == 1 { "" } else { "s" }
                 )
             }
-            Self::Serial { walls: None, .. } => {
+            Self::Serial { .. } => {
                 "serial pair step (Fluid::step) with a pair cache, 1 thread".to_string()
             }
-            Self::Serial { walls: Some(w), .. } => format!(
-                "serial pair step (Fluid::step) with a pair cache, 1 thread; walls of {} boundary particles",
-                w.len()
-            ),
-        }
+        };
+        form + &walls
     }
 
     /// Renumbers the particles into the search's cell order (the sorted
@@ -219,15 +225,26 @@ impl Stepper {
                 work,
                 offsets,
                 indices,
+                walls,
                 ..
-            } => fluid.par_step_lists(
-                exec,
-                search.as_mut(),
-                solids,
-                timer,
-                work,
-                (offsets, indices),
-            ),
+            } => match walls {
+                Some(w) => fluid.par_step_lists(
+                    exec,
+                    search.as_mut(),
+                    &mut (&mut **w, &mut *solids),
+                    timer,
+                    work,
+                    (offsets, indices),
+                ),
+                None => fluid.par_step_lists(
+                    exec,
+                    search.as_mut(),
+                    solids,
+                    timer,
+                    work,
+                    (offsets, indices),
+                ),
+            },
             Self::Serial {
                 search,
                 uncached,

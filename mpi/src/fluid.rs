@@ -168,6 +168,11 @@ where
     P: Point + Pod,
     ParticleState<P>: Pod,
 {
+    /// The ghosts' boundary-particle shares are not exchanged: refused.
+    fn boundary_particles_supported(&self) -> bool {
+        false
+    }
+
     fn sync(
         &mut self,
         point: SyncPoint,

@@ -633,7 +633,7 @@ pub trait ParCollider<P: Point>: Collider<P> {
 
 /// Walls, `solid(x, v)`, walls, for every particle, in chunks on `exec`;
 /// the first error in id order.
-fn par_resolve<P, E, F>(
+pub(super) fn par_resolve<P, E, F>(
     exec: &E,
     x: &mut [P],
     state: &mut [ParticleState<P>],
@@ -672,6 +672,37 @@ where
     match results[..tasks].iter().flatten().next() {
         Some(&e) => Err(e),
         None => Ok(()),
+    }
+}
+
+/// Two colliders as one in the parallel step: the first's contact pass,
+/// then the second's (walls, solid, walls for each).
+impl<P: Point, A: ParCollider<P>, B: ParCollider<P>> ParCollider<P> for (A, B) {
+    fn par_collide<E: Executor>(
+        &mut self,
+        exec: &E,
+        x: &mut [P],
+        state: &mut [ParticleState<P>],
+        radius: f32,
+        damping: f32,
+        walls: &P::Aabb,
+    ) -> Result<(), Error> {
+        self.0.par_collide(exec, x, state, radius, damping, walls)?;
+        self.1.par_collide(exec, x, state, radius, damping, walls)
+    }
+}
+
+impl<P: Point, C: ParCollider<P>> ParCollider<P> for &mut C {
+    fn par_collide<E: Executor>(
+        &mut self,
+        exec: &E,
+        x: &mut [P],
+        state: &mut [ParticleState<P>],
+        radius: f32,
+        damping: f32,
+        walls: &P::Aabb,
+    ) -> Result<(), Error> {
+        (**self).par_collide(exec, x, state, radius, damping, walls)
     }
 }
 

@@ -139,6 +139,14 @@ pub trait StepSync<P: Point> {
         x: &mut [P],
         state: &mut [ParticleState<P>],
     ) -> Result<(), Error>;
+
+    /// Whether the step may use boundary particles
+    /// ([`crate::sph::walls`]) with this synchronisation: `true` by
+    /// default; a distributed run whose ghosts would need the walls'
+    /// share from their owners says `false`, and the step refuses walls.
+    fn boundary_particles_supported(&self) -> bool {
+        true
+    }
 }
 
 impl<P: Point> StepSync<P> for () {
@@ -576,12 +584,10 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
         Y: StepSync<P>,
     {
         let dt = self.params.dt;
-        // Boundary particles are a serial-step feature for now: refuse
-        // rather than step without them.
-        if solids.boundary_particles() > 0 {
+        if solids.boundary_particles() > 0 && !sync.boundary_particles_supported() {
             return Err(Error::InvalidConfig { field: "walls" });
         }
-        self.par_evaluate(exec, k, search, timer, scratch, sync)?;
+        self.par_evaluate(exec, k, search, solids, timer, scratch, sync)?;
         match self.params.integrator {
             Integrator::Leapfrog => {
                 timer.begin(Stage::Integration);
@@ -597,7 +603,7 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
                     &mut self.positions.as_mut()[..n],
                     &mut self.state.as_mut()[..n],
                 )?;
-                self.par_evaluate(exec, k, search, timer, scratch, sync)?;
+                self.par_evaluate(exec, k, search, solids, timer, scratch, sync)?;
                 timer.begin(Stage::Integration);
                 self.par_particles(exec, |xi, s| {
                     s.velocity = s.start_velocity + s.acceleration * dt;
@@ -874,11 +880,13 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
 
     /// One force evaluation in gather form: fills density, pressure,
     /// normals and acceleration.
-    fn par_evaluate<E, N, T, Y>(
+    #[allow(clippy::too_many_arguments)]
+    fn par_evaluate<E, N, C, T, Y>(
         &mut self,
         exec: &E,
         k: &Kernels,
         search: &mut N,
+        solids: &mut C,
         timer: &mut T,
         scratch: &mut Scratch<'_, P>,
         sync: &mut Y,
@@ -886,6 +894,7 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
     where
         E: Executor,
         N: NeighborSearch<P> + Sync,
+        C: ParCollider<P>,
         T: StageTimer,
         Y: StepSync<P>,
     {
@@ -1004,8 +1013,19 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
             );
             tasks
         };
-        timer.end();
         first_error(&results[..used])?;
+        // Boundary particles (serial passes, in id order: the same for
+        // every executor): their density share, the pressures again, then
+        // their own pressures from the fluid's.
+        let walls = solids.boundary_particles() > 0;
+        if walls {
+            solids.add_boundary_density(x, st, k, &p, &period)?;
+            for s in st.iter_mut() {
+                s.pressure = p.pressure(s.density);
+            }
+            solids.update_boundary(x, st, k, &p, &period)?;
+        }
+        timer.end();
         sync.sync(
             SyncPoint::Density,
             &mut self.positions.as_mut()[..n],
@@ -1084,6 +1104,9 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
                 }
             },
         );
+        if walls {
+            solids.add_boundary_forces(x, st, k, &p, &period)?;
+        }
         timer.end();
         Ok(())
     }

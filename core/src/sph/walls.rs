@@ -30,17 +30,24 @@
 //! [`NeighborSearch`] over them (built once, at the first step after a
 //! change), and plugs into [`Fluid::step`](super::Fluid::step) as a
 //! [`Collider`]: combine it with obstacles as the pair `(walls, obstacles)`.
-//! The clamp walls of the domain stay in force as a last guard.
+//! The clamp walls of the domain stay in force as a last guard. The
+//! parallel step ([`Fluid::par_step`](super::Fluid::par_step)) takes it as
+//! a [`ParCollider`] and runs the boundary passes on the calling thread, in
+//! id order, so its result does not depend on the number of workers.
+//! Besides box tanks ([`BoundaryParticles::sample_box`]), spheres and boxes
+//! are sampled by [`BoundaryParticles::sample_shape`] and moved by
+//! [`BoundaryParticles::advance`].
 //!
 //! Cost per force evaluation: three queries of the boundary search per
 //! fluid particle (density, pressure extrapolation, forces), `O(N)` with a
 //! constant that is about the cost of a neighbour query on an empty
 //! neighbourhood away from the walls.
 
-use super::boundary::{Collider, Shape};
+use super::boundary::{Collider, ParCollider, Shape, par_resolve};
 use super::kernel::Kernels;
 use super::{EquationOfState, ParticleState, SphParams, pair_acceleration};
 use crate::error::Error;
+use crate::exec::Executor;
 use crate::geom::{BoundingBox, Point};
 use crate::periodic::PeriodicBox;
 use crate::storage::Storage;
@@ -816,6 +823,29 @@ where
             si.acceleration += acc;
         }
         Ok(())
+    }
+}
+
+/// The parallel step: the walls' clamp only (boundary particles act through
+/// the forces; their passes run on the calling thread, in id order, so the
+/// result is the same for every executor).
+impl<P, X, S, W> ParCollider<P> for BoundaryParticles<P, X, S, W>
+where
+    P: Point,
+    X: Storage<P>,
+    S: Storage<BoundaryState<P>>,
+    W: NeighborSearch<P>,
+{
+    fn par_collide<E: Executor>(
+        &mut self,
+        exec: &E,
+        x: &mut [P],
+        state: &mut [ParticleState<P>],
+        _: f32,
+        damping: f32,
+        walls: &P::Aabb,
+    ) -> Result<(), Error> {
+        par_resolve(exec, x, state, damping, walls, |_, _| Ok(()))
     }
 }
 
