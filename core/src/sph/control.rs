@@ -212,7 +212,10 @@ impl Extremes {
 /// with [`StepReport::dt_limit`] from that step's report. The first step
 /// uses `params.dt` as given. Without it, `params.dt` is never changed.
 /// The adapted `Δt` is part of the parameters, so a snapshot keeps it; the
-/// control itself is not part of a snapshot.
+/// control itself is not part of a snapshot. (Serialised on its own, its
+/// infinite bounds become whatever the format makes of an infinite `f32`:
+/// JSON writes `null`.) A distributed run adapts per fluid: a `Δt` common
+/// to several fluids needs the minimum of their reports' limits.
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -445,5 +448,112 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
             }
         }
         self.control.judge(&report)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Aabb2, Vec2};
+
+    fn params() -> SphParams<Vec2> {
+        let d = Aabb2::new(Vec2::ZERO, Vec2::new(1.0, 1.0)).unwrap();
+        SphParams::seed(d, 0.05).unwrap()
+    }
+
+    fn particle(v: Vec2, a: Vec2, rho: f32) -> ParticleState<Vec2> {
+        ParticleState {
+            velocity: v,
+            acceleration: a,
+            density: rho,
+            ..ParticleState::EMPTY
+        }
+    }
+
+    /// The extremes of two halves merged in either order equal those of
+    /// the whole, and give the documented bounds.
+    #[test]
+    fn report_of_parts_equals_report_of_the_whole() {
+        let p = params();
+        let x = [Vec2::ZERO; 4];
+        let st = [
+            particle(Vec2::new(3.0, 4.0), Vec2::new(0.0, -9.81), 1.2),
+            particle(Vec2::new(0.5, 0.0), Vec2::new(30.0, 40.0), 0.7),
+            particle(Vec2::ZERO, Vec2::ZERO, 1.0),
+            particle(Vec2::new(-1.0, 1.0), Vec2::new(0.0, 1.0), 0.9),
+        ];
+        let whole = StepReport::measure(&p, &x, &st);
+        let half = |r: core::ops::Range<usize>| {
+            let mut e = Extremes::EMPTY;
+            for (x, s) in x[r.clone()].iter().zip(&st[r]) {
+                e.add(x, s);
+            }
+            e
+        };
+        let (a, b) = (half(0..1), half(1..4));
+        assert_eq!(a.merge(b).report(&p, p.dt), whole);
+        assert_eq!(b.merge(a).report(&p, p.dt), whole);
+        assert_eq!(whole.max_speed, 5.0);
+        assert_eq!(whole.max_acceleration, 50.0);
+        assert_eq!(
+            (whole.max_density_ratio, whole.min_density_ratio),
+            (1.2, 0.7)
+        );
+        let c = libm::sqrtf(7.0);
+        assert_eq!(whole.dt_acoustic, 0.4 * p.h / (c + 5.0));
+        assert_eq!(whole.dt_force, 0.25 * libm::sqrtf(p.h / 50.0));
+        assert_eq!(whole.dt_viscous, 0.125 * p.h * p.h / 0.02);
+        assert_eq!(whole.dt_limit, whole.dt_acoustic); // 0.0052 < 0.011 < 0.0625
+        assert_eq!(whole.cfl, 5.0 * p.dt / p.h);
+    }
+
+    /// No particle, no viscosity: zero figures and infinite bounds where
+    /// the term is zero; the next step is clamped into `[dt_min, dt_max]`.
+    #[test]
+    fn empty_report_and_clamped_next_step() {
+        let mut p = params();
+        p.viscosity = 0.0;
+        let r = StepReport::measure(&p, &[], &[]);
+        assert_eq!(
+            (r.max_speed, r.max_density_ratio, r.min_density_ratio),
+            (0.0, 0.0, 0.0)
+        );
+        assert_eq!(r.dt_force, f32::INFINITY);
+        assert_eq!(r.dt_viscous, f32::INFINITY);
+        assert_eq!(r.dt_limit, r.dt_acoustic);
+        assert!(r.dt_acoustic.is_finite() && r.dt_acoustic > 0.0);
+        let c = StepControl::adaptive(0.5, 1e-4, 2e-3);
+        assert_eq!(c.check(), Ok(()));
+        assert_eq!(c.next_dt(&r), (0.5 * r.dt_limit).clamp(1e-4, 2e-3));
+        let fast = StepReport {
+            dt_limit: 1e-9,
+            ..r
+        };
+        assert_eq!(c.next_dt(&fast), 1e-4);
+        let slow = StepReport { dt_limit: 1.0, ..r };
+        assert_eq!(c.next_dt(&slow), 2e-3);
+        assert_eq!(
+            StepControl::UNCHECKED.judge(&StepReport {
+                cfl: 1e30,
+                max_density_ratio: 1e30,
+                ..r
+            }),
+            Ok(())
+        );
+        assert_eq!(
+            StepControl::DEFAULT.judge(&StepReport { cfl: 1.01, ..r }),
+            Err(Error::Diverged {
+                quantity: "max_cfl"
+            })
+        );
+        assert_eq!(
+            StepControl::DEFAULT.judge(&StepReport {
+                max_density_ratio: 3.01,
+                ..r
+            }),
+            Err(Error::Diverged {
+                quantity: "max_density_ratio"
+            })
+        );
     }
 }
