@@ -104,6 +104,13 @@ pub enum Error {
         /// The axis.
         axis: u8,
     },
+    /// An SPH step exceeded a bound of the stability monitor
+    /// ([`crate::sph::StepControl`]): the scene is diverging (the step was
+    /// undone; its figures are in [`crate::sph::Fluid::last_report`]).
+    Diverged {
+        /// The bound exceeded: `"max_density_ratio"` or `"max_cfl"`.
+        quantity: &'static str,
+    },
 }
 
 impl fmt::Display for Error {
@@ -155,6 +162,12 @@ impl fmt::Display for Error {
                 write!(
                     f,
                     "the period along axis {axis} is too short for the radius or box"
+                )
+            }
+            Self::Diverged { quantity } => {
+                write!(
+                    f,
+                    "the step exceeded the stability bound `{quantity}`: the scene diverges"
                 )
             }
         }

@@ -353,7 +353,8 @@ fn run<P: Point>(ops: &[Op]) {
             Op::Seed(spacing, water) => {
                 let d = fluid.params().domain;
                 let p = if water {
-                    SphParams::water(d, spacing)
+                    // The domain's height, as the preset took before.
+                    SphParams::water(d, spacing, d.max().coord(1) - d.min().coord(1))
                 } else {
                     SphParams::seed(d, spacing)
                 };

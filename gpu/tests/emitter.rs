@@ -3,7 +3,7 @@
 mod common;
 
 use spatium::sph::source::Emitter;
-use spatium::sph::{Fluid, ParticleState};
+use spatium::sph::{Fluid, ParticleState, StepControl};
 use spatium::{Point, Vec3};
 use spatium_gpu::{FluidConfig, GpuEmitter, GpuError, GpuFluid, scene};
 
@@ -21,6 +21,9 @@ fn emitter_layers_match_the_core_emitter() {
         vec![ParticleState::EMPTY; capacity],
         s.params,
     );
+    // As `common::cpu_fluid`: unchecked, like the GPU solver.
+    cpu.set_control(StepControl::UNCHECKED)
+        .expect("a valid control");
     let mut cpu_pipe =
         Emitter::new(origin, direction, speed, radius, spacing, budget).expect("pipe");
     let mut gpu_fluid =
@@ -70,6 +73,9 @@ fn emitter_refuses_as_the_core_does() {
         vec![ParticleState::EMPTY; capacity],
         s.params,
     );
+    // As `common::cpu_fluid`: unchecked, like the GPU solver.
+    cpu.set_control(StepControl::UNCHECKED)
+        .expect("a valid control");
     let mut fluid =
         GpuFluid::new(&gpu, s.params, capacity, &[], &[], FluidConfig::default()).expect("fluid");
     assert_eq!(

@@ -5,7 +5,7 @@ mod common;
 
 use spatium::BruteForceNeighbors;
 use spatium::Vec3;
-use spatium::sph::{Fluid, Integrator, ParticleState};
+use spatium::sph::{Fluid, Integrator, ParticleState, StepControl};
 use spatium_gpu::scene::{self, Scene};
 use spatium_gpu::{FluidConfig, SortKind};
 
@@ -147,6 +147,10 @@ fn cpu_pair_order_floor() {
         let (sorted_x, sorted_s) = common::cpu_run(&s, STEPS);
         let n = s.positions.len();
         let mut fluid = Fluid::new(vec![Vec3::ZERO; n], vec![ParticleState::EMPTY; n], s.params);
+        // As `common::cpu_fluid`: unchecked, like the GPU solver.
+        fluid
+            .set_control(StepControl::UNCHECKED)
+            .expect("a valid control");
         fluid
             .extend(s.positions.iter().copied(), Vec3::ZERO)
             .expect("scene fits");

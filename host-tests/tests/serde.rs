@@ -84,7 +84,9 @@ fn a_restored_fluid_continues_bit_for_bit() {
     let json = serde_json::to_vec(&a).unwrap();
 
     // Larger buffers, other parameters, a fresh search.
-    let other = SphParams::water(params.domain, 0.05).unwrap();
+    // The reference height is the domain's (the preset's old derivation).
+    let height = params.domain.max.y - params.domain.min.y;
+    let other = SphParams::water(params.domain, 0.05, height).unwrap();
     let mut b = fluid(n + 100, other);
     b.restore(&mut serde_json::Deserializer::from_slice(&json))
         .unwrap();
@@ -230,7 +232,7 @@ fn configs_and_geometry_round_trip() {
             .with_box_copies(false),
     );
     round_trip(&KdConfig::<Aabb2>::DEFAULT);
-    round_trip(&SphParams::<Vec3>::water(b3, 0.05).unwrap());
+    round_trip(&SphParams::<Vec3>::water(b3, 0.05, b3.max.y - b3.min.y).unwrap());
     round_trip(&SphParams::<Vec2>::seed(b2, 0.05).unwrap());
     round_trip(&Cut { axis: 2, at: 0.5 });
     round_trip(&Periodic::new(0b101));

@@ -10,7 +10,7 @@
 use spatium::hhash::{HashConfig, Hierarchical, Multilevel};
 use spatium::kdtree::{KdBroadPhase, KdConfig, KdRecord, KdSlot};
 use spatium::sph::boundary::{Obstacle, Obstacles, Shape};
-use spatium::sph::{EquationOfState, Fluid, Integrator, ParticleState, SphParams};
+use spatium::sph::{EquationOfState, Fluid, Integrator, ParticleState, SphParams, StepControl};
 use spatium::table::table_len;
 use spatium::{
     BoundingBox, BroadPhase, BruteForceBroadPhase, BruteForceNeighbors, HhgConfig, NeighborPair,
@@ -73,6 +73,9 @@ fn check_evaluation<P: Point, N: NeighborSearch<P>>(
 ) {
     let n = sc.points.len();
     let mut fluid = Fluid::new(vec![P::ZERO; n], vec![ParticleState::EMPTY; n], *p);
+    // Random clouds, not a fluid: their clumps are far denser than any
+    // stability bound, and only the evaluation is compared.
+    fluid.set_control(StepControl::UNCHECKED).unwrap();
     for (x, vi) in sc.points.iter().zip(v) {
         fluid.push(*x, *vi).unwrap();
     }

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use spatium::exec::{Executor, Serial};
 use spatium::hhash::{HashConfig, Hierarchical};
 use spatium::sph::boundary::{Obstacle, Obstacles, Shape};
-use spatium::sph::{Fluid, GatherSlot, Integrator, ParticleState, SphParams};
+use spatium::sph::{Fluid, GatherSlot, Integrator, ParticleState, SphParams, StepControl};
 use spatium::table::table_len;
 use spatium::{
     BoundingBox, BruteForceBroadPhase, BruteForceNeighbors, Error, NeighborSearch, Point, Vec2,
@@ -391,6 +391,9 @@ fn evaluation_matches_oracle<P: Point>() {
             .collect();
         let want = sph::evaluate(&p, &sc.points, &v);
         let mut f = Fluid::new(vec![P::ZERO; n], vec![ParticleState::EMPTY; n], p);
+        // Random clouds, not a fluid: their clumps are far denser than any
+        // stability bound, and only the evaluation is compared.
+        f.set_control(StepControl::UNCHECKED).unwrap();
         for (x, vi) in sc.points.iter().zip(&v) {
             f.push(*x, *vi).unwrap();
         }

@@ -160,7 +160,10 @@ fn run<P: Point>(ops: &[Op]) -> Result<Snapshot<P>, TestCaseError> {
                     prop_assert!(
                         matches!(
                             e,
-                            Error::NonFinite | Error::InvalidConfig { .. } | Error::InvalidRadius
+                            Error::NonFinite
+                                | Error::Diverged { .. }
+                                | Error::InvalidConfig { .. }
+                                | Error::InvalidRadius
                         ),
                         "{:?}",
                         e

@@ -61,7 +61,9 @@ use spatium::decomp::Periodic;
 use spatium::exec::Executor;
 use spatium::sph::boundary::ParCollider;
 use spatium::sph::source::Emitter;
-use spatium::sph::{Fluid, GatherSlot, ParticleState, SphParams, StageTimer, StepSync, SyncPoint};
+use spatium::sph::{
+    Fluid, GatherSlot, ParticleState, SphParams, StageTimer, StepControl, StepSync, SyncPoint,
+};
 use spatium::{BoundingBox, Error, Point};
 use spatium_host::make::{VecCellSorted, cell_sorted};
 
@@ -282,6 +284,7 @@ pub struct DistFluid<P: Point> {
     local: Fluid<P, Vec<P>, Vec<ParticleState<P>>>,
     search: VecCellSorted<P>,
     work: Vec<GatherSlot<P>>,
+    control: StepControl,
 }
 
 impl<P> DistFluid<P>
@@ -316,12 +319,39 @@ where
             local: Fluid::new(Vec::new(), Vec::new(), params),
             search: cell_sorted(0, 1),
             work: Vec::new(),
+            control: StepControl::DEFAULT,
         })
     }
 
     /// The parameters.
     pub fn params(&self) -> &SphParams<P> {
         &self.params
+    }
+
+    /// The stability monitor each rank's local fluid steps under
+    /// ([`StepControl::DEFAULT`] unless set).
+    pub fn control(&self) -> &StepControl {
+        &self.control
+    }
+
+    /// Sets the stability monitor of each rank's local fluid (owned and
+    /// ghost particles): a step past one of its bounds on any rank fails on
+    /// every rank with [`Error::Diverged`], as any local failure does (see
+    /// [Failures](self#failures)). Local, not collective: give every rank
+    /// the same control.
+    ///
+    /// # Errors
+    /// [`StepControl::check`]'s; `InvalidConfig` (`"adaptive"`) for an
+    /// adaptive control (each rank would adapt its `Δt` to its own
+    /// particles). Nothing changes on error.
+    pub fn set_control(&mut self, control: StepControl) -> Result<(), Error> {
+        control.check()?;
+        if control.adaptive {
+            return Err(Error::InvalidConfig { field: "adaptive" });
+        }
+        self.local.set_control(control)?;
+        self.control = control;
+        Ok(())
     }
 
     /// Particles this rank owns, by ascending global id.
@@ -597,6 +627,7 @@ where
                 vec![ParticleState::EMPTY; cap],
                 self.params,
             );
+            self.local.set_control(self.control)?;
             self.search = cell_sorted(cap, (2 * cap).next_power_of_two());
             self.search.set_anchor(Some(anchor(&self.params)))?;
             self.work = vec![GatherSlot::EMPTY; cap];

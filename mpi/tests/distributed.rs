@@ -15,7 +15,7 @@ mod common;
 use std::process::ExitCode;
 
 use spatium::exec::Serial;
-use spatium::sph::{Fluid, GatherSlot, ParticleState, SphParams};
+use spatium::sph::{Fluid, GatherSlot, ParticleState, SphParams, StepControl};
 use spatium::{Aabb2, Aabb3, Point, Vec2, Vec3};
 use spatium_demo::scene;
 use spatium_host::make::cell_sorted;
@@ -167,12 +167,22 @@ where
         min_interval: 5,
     };
     let mut dist = DistFluid::new(ranks, params, balance).map_err(err)?;
+    // The seed's Δt = 0.005 at these spacings (0.01, 0.0125) is past the
+    // acoustic bound: the stability monitor stops both scenes within their
+    // run (Courant number over 1). They are here for the bit-for-bit
+    // agreement, so both fluids run unchecked.
+    dist.set_control(StepControl::UNCHECKED)
+        .map_err(|e| e.to_string())?;
     let added = dist
         .fill_block(ranks, block, spacing, P::ZERO)
         .map_err(err)?;
     // The first subdomains are cut from the block itself.
     dist.rebalance(ranks).map_err(err)?;
     let mut reference = Reference::new(params, added)?;
+    reference
+        .fluid
+        .set_control(StepControl::UNCHECKED)
+        .map_err(|e| e.to_string())?;
     reference
         .fluid
         .fill_block(block, spacing, P::ZERO)

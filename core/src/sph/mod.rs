@@ -42,6 +42,7 @@
 //! make cohesion repulsive).
 
 pub mod boundary;
+pub mod control;
 pub mod kernel;
 mod layout;
 pub mod par;
@@ -50,6 +51,7 @@ pub mod snapshot;
 pub mod source;
 pub mod walls;
 
+pub use control::{StepControl, StepReport};
 pub use layout::ParamBlock;
 pub use par::{GatherSlot, StepSync, SyncPoint};
 
@@ -240,22 +242,28 @@ impl<P: Point> SphParams<P> {
 
     /// Water in SI units: `ρ₀ = 1000 kg/m³`, `h = 2·spacing`, lattice mass;
     /// weakly compressible Tait with a speed of sound `c = 10·√(2gH)` (ten
-    /// times the speed of a fall across the domain height `H`, so density
-    /// varies by about 1 %), `k = ρ₀c²/7`; `Δt = 0.4·h/c` (the acoustic CFL
+    /// times the speed of a fall across `H = height`, the height of the
+    /// fluid column the scene starts from, so density varies by about 1 %),
+    /// `k = ρ₀c²/7`; `Δt = 0.4·h/c` (the acoustic CFL
     /// limit); the viscosity of an artificial viscosity `α = 0.1`,
     /// `μ = ρ₀·α·h·c / (2(d + 2))` (physical water, `μ = 10⁻³ Pa·s`, is far
     /// below what the resolution can carry; with the seed's clamping walls,
     /// `α = 0.02` lets a resting column slosh with metres per second); `γ` such that two particles at
     /// `h/2` attract with `g/10`; wall damping 0.5.
     ///
+    /// `c`, and with it the stiffness, `Δt` and the viscosity, depends on
+    /// `height` alone, not on the domain: a taller tank over the same
+    /// column is the same physics. (Before `height` was an argument the
+    /// domain's height was used; pass it to get those parameters back.)
+    /// [`speed_of_sound`](Self::speed_of_sound) returns `c`.
+    ///
     /// # Errors
-    /// As [`seed`](Self::seed), and [`Error::InvalidConfig`] for a domain of
-    /// zero height.
-    pub fn water(domain: P::Aabb, spacing: f32) -> Result<Self, Error> {
+    /// As [`seed`](Self::seed), and [`Error::InvalidConfig`]
+    /// `{ field: "height" }` for a height that is not finite and positive.
+    pub fn water(domain: P::Aabb, spacing: f32, height: f32) -> Result<Self, Error> {
         domain.check()?;
-        let height = domain.max().coord(1) - domain.min().coord(1);
         if !(height.is_finite() && height > 0.0) {
-            return Err(Error::InvalidConfig { field: "domain" });
+            return Err(Error::InvalidConfig { field: "height" });
         }
         let h = 2.0 * spacing;
         let rho0 = 1000.0;
@@ -862,6 +870,8 @@ pub struct Fluid<P: Point, X, S> {
     len: usize,
     params: SphParams<P>,
     steps: u64,
+    control: StepControl,
+    report: Option<StepReport>,
 }
 
 impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
@@ -879,6 +889,8 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
             len: 0,
             params,
             steps: 0,
+            control: StepControl::DEFAULT,
+            report: None,
         }
     }
 
@@ -1049,9 +1061,16 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
     /// reports a pair with an id past the fluid or a particle paired with
     /// itself (a faulty search: such pairs are skipped, never indexed); the
     /// solids' errors; [`Error::NonFinite`] if the state stops being finite
-    /// (the scene diverged). On error the particles are
+    /// (the scene diverged); [`Error::Diverged`] if the step's
+    /// [`StepReport`] exceeds a bound of the fluid's [`StepControl`] (see
+    /// [`control`]). On error the particles are
     /// restored to where the step began (the densities, pressures, normals
     /// and accelerations of the failed evaluation may remain).
+    ///
+    /// Every step that reaches its end (`Ok`, [`Error::Diverged`],
+    /// [`Error::NonFinite`]) leaves its report in
+    /// [`last_report`](Self::last_report), and with an adaptive control sets
+    /// `params.dt` for the next step ([`StepControl`]).
     ///
     /// # Cost
     /// Per force evaluation (two per leapfrog step, one per Euler step): one
@@ -1142,16 +1161,14 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
             }
         }
         self.collide(solids, timer)?;
+        // Finiteness and the step's report in one pass.
         let x = &self.positions.as_ref()[..n];
         let st = &self.state.as_ref()[..n];
-        if x.iter()
-            .zip(st)
-            .all(|(x, s)| x.is_finite() && s.velocity.is_finite())
-        {
-            Ok(())
-        } else {
-            Err(Error::NonFinite)
+        let mut extremes = control::Extremes::EMPTY;
+        for (x, s) in x.iter().zip(st) {
+            extremes.add(x, s);
         }
+        self.conclude(&extremes, dt)
     }
 
     /// Walls, obstacles, walls again, for every particle.

@@ -70,6 +70,7 @@
 //! instead of `4N`).
 
 use super::boundary::ParCollider;
+use super::control::Extremes;
 use super::kernel::Kernels;
 use super::{Fluid, Integrator, ParticleState, SphParams, Stage, StageTimer, pair_acceleration};
 use crate::error::Error;
@@ -303,7 +304,10 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
     /// errors, [`Error::LengthMismatch`], [`Error::UnknownId`] for a faulty
     /// search (the first particle, in id order, that was given an id past
     /// the fluid or itself as a neighbour, with that id), the solids'
-    /// errors, [`Error::NonFinite`] if the scene diverged; and
+    /// errors, [`Error::NonFinite`] if the scene diverged,
+    /// [`Error::Diverged`] past a bound of the fluid's
+    /// [`StepControl`](super::StepControl) (the report, bit-identical for
+    /// every executor, stays in [`last_report`](Self::last_report)); and
     /// [`Error::BufferTooSmall`] if `work` is shorter than `len()` (checked
     /// first: nothing changes). On error the particles are restored to where
     /// the step began (densities, pressures, normals and accelerations of
@@ -621,32 +625,32 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
             }
         }
         self.par_collide(exec, solids, timer)?;
-        // Finiteness, per task, combined in task order.
+        // Finiteness and the step's report, per task, combined in task
+        // order (maxima and minima: the same for any split).
         let n = self.len;
         let (tasks, grain) = task_split(n, STEP_GRAIN, STEP_TASKS);
-        let mut finite = [true; STEP_TASKS];
+        let mut parts = [Extremes::EMPTY; STEP_TASKS];
         let x = &self.positions.as_ref()[..n];
         let st = &self.state.as_ref()[..n];
         exec.run(
             tasks,
-            Parts::chunks(&mut finite[..tasks], 1),
-            |t, mut flag| {
+            Parts::chunks(&mut parts[..tasks], 1),
+            |t, mut slot| {
                 let lo = (t * grain).min(n);
                 let hi = (lo + grain).min(n);
-                let ok = x[lo..hi]
-                    .iter()
-                    .zip(&st[lo..hi])
-                    .all(|(x, s)| x.is_finite() && s.velocity.is_finite());
-                if let Some(f) = flag.slice().first_mut() {
-                    *f = ok;
+                let mut e = Extremes::EMPTY;
+                for (x, s) in x[lo..hi].iter().zip(&st[lo..hi]) {
+                    e.add(x, s);
+                }
+                if let Some(f) = slot.slice().first_mut() {
+                    *f = e;
                 }
             },
         );
-        if finite.iter().all(|&f| f) {
-            Ok(())
-        } else {
-            Err(Error::NonFinite)
-        }
+        let extremes = parts[..tasks]
+            .iter()
+            .fold(Extremes::EMPTY, |a, b| a.merge(*b));
+        self.conclude(&extremes, dt)
     }
 
     /// Runs `f(xᵢ, stateᵢ)` for every particle, in chunks on `exec`.

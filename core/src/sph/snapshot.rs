@@ -140,6 +140,7 @@ where
         )?;
         fluid.params = params;
         fluid.steps = steps;
+        fluid.report = None;
         fluid.len = len;
         Ok(())
     }

@@ -173,7 +173,7 @@ impl<P: Point> BoundaryState<P> {
 /// let faces = TankFaces::open_top(Slip::NoSlip);
 /// assert_eq!(walls.sample_box(tank, s, 3, faces)?, box_count::<Vec2>(tank, s, 3, faces)?);
 ///
-/// let params = SphParams::water(tank, s)?;
+/// let params = SphParams::water(tank, s, 0.1)?;
 /// let mut fluid = Fluid::new([Vec2::ZERO; 100], [ParticleState::EMPTY; 100], params);
 /// fluid.fill_block(Aabb2::new(Vec2::ZERO, Vec2::new(0.2, 0.1))?, s, Vec2::ZERO)?;
 /// let mut hash = CellSortedHash::<Vec2, _, _, _>::new(
