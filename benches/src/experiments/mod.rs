@@ -13,6 +13,7 @@
 //! | [`kd`] | `KD_REPORT.md`, `kd_report.svg` | `--quick`, `--max-n N`, `--out DIR` |
 //! | [`hhash`] | `HHASH_REPORT.md`, `hhash_*.svg` | `--quick`, `--only bp,nns,3d,len`, `--out DIR` |
 //! | [`sph`] | `SPH_REPORT.md` | `--quick`, `--n N`, `--out DIR` |
+//! | [`validation`] | `VALIDATION_REPORT.md`, `validation_*.svg` | `--quick`, `--out DIR` (not in `all`: slow) |
 //! | [`threads`] | `THREADS_REPORT.md` | `--threads 1,2,4`, `--n N`, `--only SECTIONS`, `--quick`, `--print`, `--out DIR` |
 //!
 //! Without an experiment name (no argument, or options only) the generator
@@ -37,6 +38,7 @@ pub mod threads_hhg;
 pub mod threads_kd;
 pub mod threads_neighbors;
 pub mod threads_sph;
+pub mod validation;
 
 /// Every experiment, in the order `all` runs them.
 pub const ALL: [&str; 5] = ["neighbors", "bp", "kd", "hhash", "sph"];
@@ -50,6 +52,7 @@ pub fn run(name: &str, args: &[String]) -> ExitCode {
         "hhash" => hhash::main(args),
         "sph" => sph::main(args),
         "threads" => threads::main(args),
+        "validation" => validation::main(args),
         other => {
             eprintln!("unknown experiment {other}; one of {}, all", ALL.join(", "));
             ExitCode::FAILURE
