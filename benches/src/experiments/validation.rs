@@ -69,16 +69,12 @@ const MARTIN_MOYCE: [(f32, f32); 5] = [
 type VecFluid<P> = Fluid<P, Vec<P>, Vec<ParticleState<P>>>;
 type VecWalls<P> = BoundaryParticles<P, Vec<P>, Vec<BoundaryState<P>>, VecCellSorted<P>>;
 
-/// The water preset over `domain` at `spacing`, for a fluid `height` tall.
-///
-/// `SphParams::water(domain, spacing)` derives the speed of sound from the
-/// domain's height; when it takes the reference height explicitly this
-/// becomes `SphParams::water(domain, spacing, height)` (the one line to
-/// change). The domains and spacings here are this module's constants, so
-/// the preset cannot refuse them.
+/// The water preset over `domain` at `spacing`, its speed of sound from
+/// the fluid's `height` (the column). The domains, spacings and heights are
+/// this module's constants, so the preset cannot refuse them.
 fn water<P: Point>(domain: P::Aabb, spacing: f32, height: f32) -> SphParams<P> {
-    let _ = height;
-    SphParams::water(domain, spacing).expect("the experiment's tanks and spacings are valid")
+    SphParams::water(domain, spacing, height)
+        .expect("the experiment's tanks, spacings and heights are valid")
 }
 
 /// The speed of sound of the preset's Tait stiffness `k = ρ₀c²/7`.
