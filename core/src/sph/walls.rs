@@ -417,6 +417,16 @@ impl<P: Point, X: Storage<P>, S: Storage<BoundaryState<P>>, W: NeighborSearch<P>
         Ok(())
     }
 
+    /// Before a hook: the search built (if stale) and the boundary mass,
+    /// the lattice mass of the samples' spacing; `None` without particles.
+    fn ready(&mut self, p: &SphParams<P>, period: &PeriodicBox<P>) -> Result<Option<f32>, Error> {
+        if self.len == 0 {
+            return Ok(None);
+        }
+        self.ensure_built(p.h, period)?;
+        SphParams::<P>::lattice_mass(p.h, self.spacing, p.rest_density).map(Some)
+    }
+
     /// Builds the search over the particles at radius `h` if a change or
     /// another radius made it stale.
     fn ensure_built(&mut self, h: f32, period: &PeriodicBox<P>) -> Result<(), Error> {
@@ -706,11 +716,9 @@ where
         p: &SphParams<P>,
         period: &PeriodicBox<P>,
     ) -> Result<(), Error> {
-        if self.len == 0 {
+        let Some(m) = self.ready(p, period)? else {
             return Ok(());
-        }
-        self.ensure_built(p.h, period)?;
-        let m = SphParams::<P>::lattice_mass(p.h, self.spacing, p.rest_density)?;
+        };
         for (xi, s) in x.iter().zip(st.iter_mut()) {
             let mut sum = 0.0f32;
             self.search
@@ -728,10 +736,9 @@ where
         p: &SphParams<P>,
         period: &PeriodicBox<P>,
     ) -> Result<(), Error> {
-        if self.len == 0 {
+        if self.ready(p, period)?.is_none() {
             return Ok(());
         }
-        self.ensure_built(p.h, period)?;
         let n = self.len;
         // Accumulate from the fluid side, in fluid id order: the weight sum
         // in `density`, the pressure numerator in `pressure`, the weighted
@@ -783,11 +790,9 @@ where
         p: &SphParams<P>,
         period: &PeriodicBox<P>,
     ) -> Result<(), Error> {
-        if self.len == 0 {
+        let Some(m) = self.ready(p, period)? else {
             return Ok(());
-        }
-        self.ensure_built(p.h, period)?;
-        let m = SphParams::<P>::lattice_mass(p.h, self.spacing, p.rest_density)?;
+        };
         let no_slip = SphParams {
             mass: m,
             surface_tension: 0.0,
