@@ -390,7 +390,11 @@ impl<P: Point> SphParams<P> {
             return Err(Error::InvalidConfig { field: "gravity" });
         }
         self.domain.check()?;
-        self.periodic_box()?;
+        // `periodic_box`'s checks without building the box (the corners
+        // are finite now).
+        if self.periodic != 0 {
+            PeriodicBox::check_finite(self.domain.min(), self.domain.max(), self.periodic)?;
+        }
         Ok(k)
     }
 
@@ -1121,7 +1125,7 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
                     s.velocity = s.start_velocity + s.acceleration * (0.5 * dt);
                 }
                 timer.end();
-                self.collide(solids, timer)?;
+                self.collide(search.periodic().is_periodic(), solids, timer)?;
                 self.evaluate(k, search, solids, timer)?;
                 timer.begin(Stage::Integration);
                 let x = &mut self.positions.as_mut()[..n];
@@ -1141,7 +1145,7 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
                 timer.end();
             }
         }
-        self.collide(solids, timer)?;
+        self.collide(search.periodic().is_periodic(), solids, timer)?;
         let x = &self.positions.as_ref()[..n];
         let st = &self.state.as_ref()[..n];
         if x.iter()
@@ -1155,8 +1159,11 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
     }
 
     /// Walls, obstacles, walls again, for every particle.
+    /// `periodic`: the search's box is periodic; after a successful
+    /// `evaluate` it is the params' box.
     fn collide<C: Collider<P>, T: StageTimer>(
         &mut self,
+        periodic: bool,
         solids: &mut C,
         timer: &mut T,
     ) -> Result<(), Error> {
@@ -1165,7 +1172,7 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
         let p = &self.params;
         let x = &mut self.positions.as_mut()[..n];
         // Through a periodic face first (the walls there then never act).
-        if p.periodic != 0 {
+        if periodic {
             p.periodic_box()?.wrap_all(x);
         }
         let mut result = Ok(());
@@ -1208,11 +1215,14 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
             });
         }
         let period = search.periodic();
-        if p.periodic != 0 && !period.is_periodic() {
-            p.periodic_box()?;
-            return Err(Error::InvalidConfig { field: "periodic" });
-        }
-        if p.periodic_box()? != period {
+        if !period.is_periodic() {
+            // Known from the search's type for most searches: no
+            // `PeriodicBox` to build. (`kernels` has checked the params'
+            // box, so `periodic_box` would not fail here.)
+            if p.periodic != 0 || period != PeriodicBox::NONE {
+                return Err(Error::InvalidConfig { field: "periodic" });
+            }
+        } else if p.periodic_box()? != period {
             return Err(Error::InvalidConfig { field: "periodic" });
         }
         let mut terms = PairTerms {
