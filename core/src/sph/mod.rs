@@ -1079,7 +1079,10 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
         {
             let x = &self.positions.as_ref()[..n];
             for (s, xi) in self.state.as_mut()[..n].iter_mut().zip(x) {
-                s.start_position = *xi;
+                // Coordinate by coordinate: a whole-point copy between the
+                // two buffers became a `memmove` call in firmware, which
+                // linked a 1.5 kB `memmove` for these two loops.
+                s.start_position = P::from_fn(|k| xi.coord(k));
                 s.start_velocity = s.velocity;
             }
         }
@@ -1091,7 +1094,7 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
             Err(e) => {
                 let st = &self.state.as_mut()[..n];
                 for (x, s) in self.positions.as_mut()[..n].iter_mut().zip(st) {
-                    *x = s.start_position;
+                    *x = P::from_fn(|k| s.start_position.coord(k));
                 }
                 for s in &mut self.state.as_mut()[..n] {
                     s.velocity = s.start_velocity;
