@@ -70,22 +70,14 @@ impl<P: Point> PeriodicBox<P> {
         if !lo.is_finite() || !hi.is_finite() {
             return Err(Error::NonFinite);
         }
-        if u32::from(axes) >> P::DIM != 0 {
-            return Err(Error::InvalidConfig { field: "axes" });
-        }
-        let mut len = [0.0f32; 3];
-        for (k, l) in len.iter_mut().enumerate().take(P::DIM) {
-            let (a, b) = (lo.coord(k), hi.coord(k));
-            // `b - a` may overflow to infinity for finite corners.
-            let d = b - a;
-            if a >= b || !d.is_finite() {
-                return Err(Error::InvertedBox);
-            }
+        Self::check_finite(lo, hi, axes)?;
+        let len = P::from_fn(|k| {
             if axes & (1 << k) != 0 {
-                *l = d;
+                hi.coord(k) - lo.coord(k)
+            } else {
+                0.0
             }
-        }
-        let len = P::from_fn(|k| len[k]);
+        });
         Ok(Self {
             lo,
             hi,
@@ -93,6 +85,24 @@ impl<P: Point> PeriodicBox<P> {
             half: len * 0.5,
             axes,
         })
+    }
+
+    /// [`new`](Self::new)'s checks after the corners' finiteness (the
+    /// same errors in the same order), without building the box: a caller
+    /// that has checked the corners and only validates does not link the
+    /// constructor.
+    pub(crate) fn check_finite(lo: P, hi: P, axes: u8) -> Result<(), Error> {
+        if u32::from(axes) >> P::DIM != 0 {
+            return Err(Error::InvalidConfig { field: "axes" });
+        }
+        for k in 0..P::DIM {
+            let (a, b) = (lo.coord(k), hi.coord(k));
+            // `b - a` may overflow to infinity for finite corners.
+            if a >= b || !(b - a).is_finite() {
+                return Err(Error::InvertedBox);
+            }
+        }
+        Ok(())
     }
 
     /// The box `[lo, hi)`, periodic along every axis.

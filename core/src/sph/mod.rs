@@ -398,7 +398,11 @@ impl<P: Point> SphParams<P> {
             return Err(Error::InvalidConfig { field: "gravity" });
         }
         self.domain.check()?;
-        self.periodic_box()?;
+        // `periodic_box`'s checks without building the box (the corners
+        // are finite now).
+        if self.periodic != 0 {
+            PeriodicBox::check_finite(self.domain.min(), self.domain.max(), self.periodic)?;
+        }
         Ok(k)
     }
 
@@ -1094,7 +1098,10 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
         {
             let x = &self.positions.as_ref()[..n];
             for (s, xi) in self.state.as_mut()[..n].iter_mut().zip(x) {
-                s.start_position = *xi;
+                // Coordinate by coordinate: a whole-point copy between the
+                // two buffers became a `memmove` call in firmware, which
+                // linked a 1.5 kB `memmove` for these two loops.
+                s.start_position = P::from_fn(|k| xi.coord(k));
                 s.start_velocity = s.velocity;
             }
         }
@@ -1106,7 +1113,7 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
             Err(e) => {
                 let st = &self.state.as_mut()[..n];
                 for (x, s) in self.positions.as_mut()[..n].iter_mut().zip(st) {
-                    *x = s.start_position;
+                    *x = P::from_fn(|k| s.start_position.coord(k));
                 }
                 for s in &mut self.state.as_mut()[..n] {
                     s.velocity = s.start_velocity;
@@ -1140,7 +1147,7 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
                     s.velocity = s.start_velocity + s.acceleration * (0.5 * dt);
                 }
                 timer.end();
-                self.collide(solids, timer)?;
+                self.collide(search.periodic().is_periodic(), solids, timer)?;
                 self.evaluate(k, search, solids, timer)?;
                 timer.begin(Stage::Integration);
                 let x = &mut self.positions.as_mut()[..n];
@@ -1160,7 +1167,7 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
                 timer.end();
             }
         }
-        self.collide(solids, timer)?;
+        self.collide(search.periodic().is_periodic(), solids, timer)?;
         // Finiteness and the step's report in one pass.
         let x = &self.positions.as_ref()[..n];
         let st = &self.state.as_ref()[..n];
@@ -1172,8 +1179,11 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
     }
 
     /// Walls, obstacles, walls again, for every particle.
+    /// `periodic`: the search's box is periodic; after a successful
+    /// `evaluate` it is the params' box.
     fn collide<C: Collider<P>, T: StageTimer>(
         &mut self,
+        periodic: bool,
         solids: &mut C,
         timer: &mut T,
     ) -> Result<(), Error> {
@@ -1182,7 +1192,7 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
         let p = &self.params;
         let x = &mut self.positions.as_mut()[..n];
         // Through a periodic face first (the walls there then never act).
-        if p.periodic != 0 {
+        if periodic {
             p.periodic_box()?.wrap_all(x);
         }
         let mut result = Ok(());
@@ -1225,11 +1235,14 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
             });
         }
         let period = search.periodic();
-        if p.periodic != 0 && !period.is_periodic() {
-            p.periodic_box()?;
-            return Err(Error::InvalidConfig { field: "periodic" });
-        }
-        if p.periodic_box()? != period {
+        if !period.is_periodic() {
+            // Known from the search's type for most searches: no
+            // `PeriodicBox` to build. (`kernels` has checked the params'
+            // box, so `periodic_box` would not fail here.)
+            if p.periodic != 0 || period != PeriodicBox::NONE {
+                return Err(Error::InvalidConfig { field: "periodic" });
+            }
+        } else if p.periodic_box()? != period {
             return Err(Error::InvalidConfig { field: "periodic" });
         }
         let mut terms = PairTerms {
