@@ -146,6 +146,17 @@ fn snapshot<P: Point>(f: &Fluid<P, Vec<P>, Vec<ParticleState<P>>>) -> Vec<[u32; 
         .collect()
 }
 
+/// After a successful step: every particle finite and inside the walls.
+fn check_stepped<P: Point>(fluid: &Fluid<P, Vec<P>, Vec<ParticleState<P>>>) {
+    let d = fluid.params().domain;
+    for (x, s) in fluid.positions().iter().zip(fluid.state()) {
+        assert!(x.is_finite() && s.velocity.is_finite());
+        for k in 0..P::DIM {
+            assert!(x.coord(k) >= d.min().coord(k) && x.coord(k) <= d.max().coord(k));
+        }
+    }
+}
+
 fn run<P: Point>(ops: &[Op]) {
     let domain = P::Aabb::try_new(P::ZERO, P::from_fn(|_| 1.0)).unwrap();
     let mut fluid = Fluid::new(
@@ -200,18 +211,7 @@ fn run<P: Point>(ops: &[Op]) {
                     fluid.step(&mut small, &mut solids, &mut ())
                 };
                 match r {
-                    Ok(()) => {
-                        let d = fluid.params().domain;
-                        for (x, s) in fluid.positions().iter().zip(fluid.state()) {
-                            assert!(x.is_finite() && s.velocity.is_finite());
-                            for k in 0..P::DIM {
-                                assert!(
-                                    x.coord(k) >= d.min().coord(k)
-                                        && x.coord(k) <= d.max().coord(k)
-                                );
-                            }
-                        }
-                    }
+                    Ok(()) => check_stepped(&fluid),
                     Err(_) => must_keep = true,
                 }
             }
@@ -241,18 +241,7 @@ fn run<P: Point>(ops: &[Op]) {
                     vec![0; cells],
                 );
                 match fluid.step(&mut grid, &mut solids, &mut ()) {
-                    Ok(()) => {
-                        let d = params.domain;
-                        for (x, s) in fluid.positions().iter().zip(fluid.state()) {
-                            assert!(x.is_finite() && s.velocity.is_finite());
-                            for k in 0..P::DIM {
-                                assert!(
-                                    x.coord(k) >= d.min().coord(k)
-                                        && x.coord(k) <= d.max().coord(k)
-                                );
-                            }
-                        }
-                    }
+                    Ok(()) => check_stepped(&fluid),
                     Err(_) => must_keep = true,
                 }
             }
@@ -301,18 +290,7 @@ fn run<P: Point>(ops: &[Op]) {
             Op::StepWalls => {
                 let mut both = (&mut walls, &mut solids);
                 match fluid.step(&mut ns, &mut both, &mut ()) {
-                    Ok(()) => {
-                        let d = fluid.params().domain;
-                        for (x, s) in fluid.positions().iter().zip(fluid.state()) {
-                            assert!(x.is_finite() && s.velocity.is_finite());
-                            for k in 0..P::DIM {
-                                assert!(
-                                    x.coord(k) >= d.min().coord(k)
-                                        && x.coord(k) <= d.max().coord(k)
-                                );
-                            }
-                        }
-                    }
+                    Ok(()) => check_stepped(&fluid),
                     Err(_) => must_keep = true,
                 }
             }

@@ -633,7 +633,7 @@ pub trait ParCollider<P: Point>: Collider<P> {
 
 /// Walls, `solid(x, v)`, walls, for every particle, in chunks on `exec`;
 /// the first error in id order.
-pub(super) fn par_resolve<P, E, F>(
+fn par_resolve<P, E, F>(
     exec: &E,
     x: &mut [P],
     state: &mut [ParticleState<P>],

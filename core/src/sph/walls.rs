@@ -43,7 +43,7 @@
 //! constant that is about the cost of a neighbour query on an empty
 //! neighbourhood away from the walls.
 
-use super::boundary::{Collider, ParCollider, Shape, par_resolve};
+use super::boundary::{Collider, ParCollider, Shape};
 use super::kernel::Kernels;
 use super::{EquationOfState, ParticleState, SphParams, pair_acceleration};
 use crate::error::Error;
@@ -351,7 +351,7 @@ impl<P: Point, X: Storage<P>, S: Storage<BoundaryState<P>>, W: NeighborSearch<P>
     /// # Errors
     /// [`Shape::check`]'s errors; [`Error::InvalidShape`] for a triangle;
     /// [`Error::InvalidConfig`] for a bad spacing, `layers` of 0 or above
-    /// 64, or a sample of more than 2³² lattice points to visit;
+    /// 64, or a sample of more than 2²⁸ lattice points to visit;
     /// [`Error::NonFinite`] for the velocity; [`Error::CapacityExceeded`].
     /// Nothing changes on error.
     pub fn sample_shape(
@@ -371,11 +371,17 @@ impl<P: Point, X: Storage<P>, S: Storage<BoundaryState<P>>, W: NeighborSearch<P>
             return Err(Error::InvalidConfig { field: "layers" });
         }
         let sample = ShapeLattice::new(shape, spacing, layers)?;
-        let count = sample.points().count();
-        if count > self.capacity() - self.len {
-            return Err(Error::CapacityExceeded {
-                capacity: self.capacity(),
-            });
+        // Counted up to the room left: a sample that does not fit is
+        // refused without visiting the rest of its lattice.
+        let room = self.capacity() - self.len;
+        let mut count = 0usize;
+        for _ in sample.points() {
+            count += 1;
+            if count > room {
+                return Err(Error::CapacityExceeded {
+                    capacity: self.capacity(),
+                });
+            }
         }
         for x in sample.points() {
             self.push(x, velocity, spacing, slip)?;
@@ -466,7 +472,7 @@ impl<P: Point, X: Storage<P>, S: Storage<BoundaryState<P>>, W: NeighborSearch<P>
 /// # Errors
 /// The domain's [`BoundingBox::check`] error; [`Error::InvalidConfig`] for
 /// a spacing that is not finite and positive, `layers` of 0 or above 64, or
-/// a sample of more than 2³² points.
+/// a lattice (the box with its layers) of more than 2²⁸ points.
 pub fn box_count<P: Point>(
     domain: P::Aabb,
     spacing: f32,
@@ -475,6 +481,10 @@ pub fn box_count<P: Point>(
 ) -> Result<usize, Error> {
     BoxLattice::<P>::new(domain, spacing, layers, faces).map(|l| l.count())
 }
+
+/// Most lattice points a sample visits (2²⁸): beyond, a box or shape is
+/// refused as too fine for its spacing.
+const MAX_VISITS: u128 = 1 << 28;
 
 /// The lattice of [`BoundaryParticles::sample_box`].
 struct BoxLattice<P: Point> {
@@ -513,7 +523,9 @@ impl<P: Point> BoxLattice<P> {
             faces,
             inner,
         };
-        if l.count() > u32::MAX as usize {
+        // Sampling visits every lattice point of the extended box: bound
+        // them (which also bounds the sample).
+        if l.visits() > MAX_VISITS {
             return Err(Error::InvalidConfig { field: "spacing" });
         }
         Ok(l)
@@ -526,6 +538,16 @@ impl<P: Point> BoxLattice<P> {
         let first = if wall(0) { -self.layers } else { 0 };
         let end = self.inner[axis] + if wall(1) { self.layers } else { 0 };
         (first, end)
+    }
+
+    /// Lattice points of the extended box (inside and outside).
+    fn visits(&self) -> u128 {
+        (0..P::DIM)
+            .map(|k| {
+                let (a, b) = self.range(k);
+                (b - a) as u128
+            })
+            .product()
     }
 
     fn count(&self) -> usize {
@@ -640,7 +662,7 @@ impl<P: Point> ShapeLattice<P> {
             Shape::Triangle(_) => return Err(Error::InvalidShape),
         };
         let visits = n.iter().map(|&v| v as u128).product::<u128>();
-        if visits > u128::from(u32::MAX) {
+        if visits > MAX_VISITS {
             return Err(Error::InvalidConfig { field: "spacing" });
         }
         Ok(Self {
@@ -846,11 +868,12 @@ where
         exec: &E,
         x: &mut [P],
         state: &mut [ParticleState<P>],
-        _: f32,
+        radius: f32,
         damping: f32,
         walls: &P::Aabb,
     ) -> Result<(), Error> {
-        par_resolve(exec, x, state, damping, walls, |_, _| Ok(()))
+        // The clamp alone: what `()` does.
+        ().par_collide(exec, x, state, radius, damping, walls)
     }
 }
 
