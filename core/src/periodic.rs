@@ -8,20 +8,26 @@
 //! * [`wrap`](PeriodicBox::wrap) maps a coordinate on a periodic axis into
 //!   `[lo, hi)`;
 //! * [`offset`](PeriodicBox::offset) is the minimum-image difference `a - b` of
-//!   two wrapped points: on a periodic axis `d = a - b`, then `d - L` if
-//!   `d > L/2`, `d + L` if `d < -L/2` (`L = hi - lo`). Shifting *after* the
-//!   subtraction keeps it antisymmetric to the bit (`offset(b, a)` is
-//!   `-offset(a, b)` exactly), so a pair's distance does not depend on which
+//!   two wrapped points: on a periodic axis, where `a - b > L/2` it is
+//!   `a - (b + L)`, where `a - b < -L/2` it is `(a + L) - b` (`L = hi - lo`),
+//!   and `a - b` otherwise. The period is always added to the *lower* of the
+//!   two coordinates before the one subtraction, so the result is
+//!   antisymmetric to the bit (`offset(b, a)` is `-offset(a, b)` exactly: a
+//!   float subtraction is), and a pair's distance does not depend on which
 //!   side asks;
 //! * [`distance_squared`](PeriodicBox::distance_squared) sums the squared
 //!   components of that offset axis by axis, as
 //!   [`Point::distance_squared`] does (on a domain without periodic axes
 //!   the two are the same function).
 //!
-//! A structure that finds a neighbour through a wrapped cell computes
-//! `(a - b) - s` with the shift `s ∈ {-L, 0, L}` its cell offset implies;
-//! for any pair within the radius that is the shift `offset` chooses, so the
-//! result is the same float.
+//! A structure that finds a neighbour through a wrapped cell knows from the
+//! cell offset which of the two is the lower coordinate along each axis, so
+//! it computes the same float: it adds the period to the query point where
+//! the query is the lower one, and to the candidates where they are (the
+//! crate-private `PeriodicBox::image` splits a cell shift into those two
+//! parts). A sweep can then
+//! test a whole range of candidates with the plain kernel `p' - q`, the
+//! query shifted once, or with the candidates copied shifted.
 
 use crate::error::Error;
 use crate::geom::Point;
@@ -159,7 +165,23 @@ impl<P: Point> PeriodicBox<P> {
     /// returned bit for bit; a non-finite one is returned unchanged.
     #[inline]
     pub fn wrap_coord(&self, axis: usize, x: f32) -> f32 {
-        if !self.is_periodic_axis(axis) || !x.is_finite() {
+        if !self.is_periodic_axis(axis) {
+            return x;
+        }
+        let (lo, hi) = (self.lo.coord(axis), self.hi.coord(axis));
+        if x >= lo && x < hi {
+            return x;
+        }
+        self.wrap_outside(axis, x)
+    }
+
+    /// [`wrap_coord`](Self::wrap_coord) of a coordinate outside `[lo, hi)`
+    /// on a periodic axis (or non-finite): out of line, so that the common
+    /// case, a coordinate already inside, is two comparisons in the caller.
+    #[cold]
+    #[inline(never)]
+    fn wrap_outside(&self, axis: usize, x: f32) -> f32 {
+        if !x.is_finite() {
             return x;
         }
         let (lo, hi, l) = (
@@ -167,9 +189,6 @@ impl<P: Point> PeriodicBox<P> {
             self.hi.coord(axis),
             self.len.coord(axis),
         );
-        if x >= lo && x < hi {
-            return x;
-        }
         let mut y = x - l * libm::floorf((x - lo) / l);
         // Rounding may land on the excluded face or just outside; one more
         // period (or the face itself) settles it.
@@ -234,13 +253,29 @@ impl<P: Point> PeriodicBox<P> {
             if l == 0.0 {
                 x
             } else if x > h {
-                x - l
+                a.coord(k) - (b.coord(k) + l)
             } else if x < -h {
-                x + l
+                (a.coord(k) + l) - b.coord(k)
             } else {
                 x
             }
         })
+    }
+
+    /// The two parts of a cell shift `s` (each component `-L`, `0` or `L`:
+    /// a candidate `q` reached through a face is at `q + s` seen from the
+    /// query `p`): `(p', t)` with `p' = p - min(s, 0)` and `t = max(s, 0)`
+    /// componentwise, so that `p' - (q + t)` is [`offset`](Self::offset)`(p, q)`
+    /// to the bit for every pair the shift connects within half a period.
+    /// A zero component leaves that coordinate of `p` as it is.
+    #[inline(always)]
+    pub(crate) fn image(p: P, s: P) -> (P, P) {
+        let query = P::from_fn(|k| {
+            let v = s.coord(k);
+            if v < 0.0 { p.coord(k) - v } else { p.coord(k) }
+        });
+        let cand = P::from_fn(|k| s.coord(k).max(0.0));
+        (query, cand)
     }
 
     /// Squared length of [`offset`](Self::offset), summed axis by axis in

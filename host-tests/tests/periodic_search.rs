@@ -154,6 +154,44 @@ fn run_all<P: Point>(seed: u64) {
     }
 }
 
+/// Crowded cells at the corners of a fully periodic box: the ranges beyond
+/// an upper face do not fit the sweep's lane copy (512 candidates), so the
+/// pair sweep measures them in place, and the corner cells' ranges shifted
+/// by `+L` along one axis and `-L` along another take their own path. Both
+/// must give the brute force's pairs and distances to the bit.
+fn crowded_corners<P: Point>(seed: u64) {
+    let mut rng = Rng::new(seed);
+    let r = 1.0f32;
+    let l = 4.0 * r * CELL_MARGIN * 1.01;
+    let domain = PeriodicBox::all(P::ZERO, P::from_fn(|_| l)).unwrap();
+    for per_corner in [40usize, 700] {
+        let mut points = Vec::new();
+        for corner in 0..1usize << P::DIM {
+            for _ in 0..per_corner {
+                points.push(P::from_fn(|k| {
+                    let near = rng.range(0.0, 0.6 * r);
+                    if corner & (1 << k) != 0 {
+                        l - near
+                    } else {
+                        near
+                    }
+                }));
+            }
+        }
+        let label = format!("crowded corners, {per_corner} per corner");
+        let b = brute(domain, &points, r);
+        let mut g = make::dense(domain, points.len(), r).unwrap();
+        g.build(&points, r).unwrap();
+        compare(&label, &g, &b, &mut rng);
+    }
+}
+
+#[test]
+fn crowded_corner_cells_match_periodic_brute_force() {
+    crowded_corners::<Vec3>(5);
+    crowded_corners::<Vec2>(6);
+}
+
 #[test]
 fn dense_grid_matches_periodic_brute_force_3d() {
     run_all::<Vec3>(11);

@@ -13,9 +13,7 @@
 //! above that), of edge `L / n ≥ r`, so every pair within the radius lies in
 //! adjacent cells, across a periodic face included.
 
-use super::planes::{
-    BIT_COUNT, CHUNK, LANE_LISTS, LANES, LOCAL, Local, Planes, PlanesMut, hit_mask,
-};
+use super::planes::{LOCAL, Local, Planes, PlanesMut};
 use super::{Batch, SortedParticle};
 use crate::cell::{CELL_MARGIN, UNIFORM_RANGE_CELLS, check_radius, floor_i32};
 use crate::error::{Corruption, Error, Validate, ensure};
@@ -341,147 +339,24 @@ where
             );
             let k = self.row(c, dy, dz, (-1, 1), &mut runs);
             for run in runs.iter().take(k) {
+                let mut hit = |k: usize, d2: f32| {
+                    if d2 < r2 && k != skip {
+                        f(ids[k], d2);
+                    }
+                };
                 if run.shift == P::ZERO {
-                    parts.for_each_distance(p, run.lo, run.hi, |k, d2| {
-                        if d2 < r2 && k != skip {
-                            f(ids[k], d2);
-                        }
-                    });
+                    parts.for_each_distance(p, run.lo, run.hi, hit);
+                    continue;
+                }
+                // Through a face: the query moved where it is the lower
+                // coordinate, the candidates where they are.
+                let (q, t) = PeriodicBox::image(p, run.shift);
+                if t == P::ZERO {
+                    parts.for_each_distance(q, run.lo, run.hi, &mut hit);
                 } else {
-                    parts.for_each_shifted_distance(p, run.shift, run.lo, run.hi, |k, d2| {
-                        if d2 < r2 && k != skip {
-                            f(ids[k], d2);
-                        }
-                    });
+                    parts.for_each_shifted_distance(q, t, run.lo, run.hi, &mut hit);
                 }
             }
-        }
-    }
-}
-
-/// Candidates reached through a periodic face, copied with the shift of
-/// their image (planes of coordinates, shifts and ids), then far-away
-/// lanes: each particle of a cell tests them all in whole lane groups.
-struct Shifted {
-    axes: [[f32; SHIFTED_ROOM]; 3],
-    shifts: [[f32; SHIFTED_ROOM]; 3],
-    ids: [u32; SHIFTED_ROOM],
-    len: usize,
-}
-
-/// Slots of a [`Shifted`] copy (none where [`LOCAL`] is zero: targets
-/// without an operating system test the ranges in place).
-const SHIFTED_ROOM: usize = if LOCAL > 0 { LOCAL + LANES } else { 0 };
-
-impl Shifted {
-    fn new() -> Self {
-        Self {
-            axes: [[f32::INFINITY; SHIFTED_ROOM]; 3],
-            shifts: [[0.0; SHIFTED_ROOM]; 3],
-            ids: [0; SHIFTED_ROOM],
-            len: 0,
-        }
-    }
-
-    fn clear(&mut self) {
-        self.len = 0;
-    }
-
-    /// Appends the particles at sorted positions `lo..hi` with `shift`;
-    /// `false` if they do not fit.
-    #[inline(always)]
-    fn push<P: Point>(&mut self, src: &Planes<'_, P>, lo: usize, hi: usize, shift: P) -> bool {
-        let (at, n) = (self.len, hi.saturating_sub(lo));
-        if at + n > LOCAL {
-            return false;
-        }
-        let [x, y, z] = &mut self.axes;
-        if !src.copy_to(
-            lo,
-            n,
-            [&mut x[..], &mut y[..], &mut z[..]],
-            &mut self.ids,
-            at,
-        ) {
-            return false;
-        }
-        for (a, plane) in self.shifts.iter_mut().enumerate() {
-            if let Some(run) = plane.get_mut(at..at + n) {
-                run.fill(if a < P::DIM { shift.coord(a) } else { 0.0 });
-            }
-        }
-        self.len = at + n;
-        true
-    }
-
-    /// Calls `f(id, d²)` for every copied particle `q` from position
-    /// `from` on, with `d²`, the squared length of `(p - q) - shift`,
-    /// below `r2`.
-    #[inline(always)]
-    fn for_each_hit<P: Point>(&mut self, p: P, r2: f32, from: usize, mut f: impl FnMut(u32, f32)) {
-        let groups = self.len.div_ceil(LANES);
-        let end = (groups * LANES).min(SHIFTED_ROOM);
-        for a in 0..3 {
-            if let Some(far) = self.axes[a].get_mut(self.len..end) {
-                far.fill(f32::INFINITY);
-            }
-        }
-        let (px, py, pz) = (
-            p.coord(0),
-            p.coord(1),
-            if P::DIM > 2 { p.coord(2) } else { 0.0 },
-        );
-        let mut d = [0.0f32; CHUNK];
-        let mut at = from / LANES * LANES;
-        while at < end {
-            let m = (end - at).min(CHUNK);
-            let (Some(x), Some(y), Some(z), Some(sx), Some(sy), Some(sz)) = (
-                self.axes[0].get(at..at + m),
-                self.axes[1].get(at..at + m),
-                self.axes[2].get(at..at + m),
-                self.shifts[0].get(at..at + m),
-                self.shifts[1].get(at..at + m),
-                self.shifts[2].get(at..at + m),
-            ) else {
-                return;
-            };
-            let lanes = d[..m]
-                .chunks_exact_mut(LANES)
-                .zip(x.chunks_exact(LANES).zip(y.chunks_exact(LANES)))
-                .zip(sx.chunks_exact(LANES).zip(sy.chunks_exact(LANES)));
-            if P::DIM > 2 {
-                for ((((d, (x, y)), (sx, sy)), z), sz) in
-                    lanes.zip(z.chunks_exact(LANES)).zip(sz.chunks_exact(LANES))
-                {
-                    for l in 0..LANES {
-                        let dx = (px - x[l]) - sx[l];
-                        let dy = (py - y[l]) - sy[l];
-                        let dz = (pz - z[l]) - sz[l];
-                        d[l] = dx * dx + dy * dy + dz * dz;
-                    }
-                }
-            } else {
-                for ((d, (x, y)), (sx, sy)) in lanes {
-                    for l in 0..LANES {
-                        let dx = (px - x[l]) - sx[l];
-                        let dy = (py - y[l]) - sy[l];
-                        d[l] = dx * dx + dy * dy;
-                    }
-                }
-            }
-            for (g, dg) in d[..m].chunks_exact(LANES).enumerate() {
-                let base = at + g * LANES;
-                // Lanes before `from` (the particle itself and those before
-                // it in its cell) are dropped from the mask.
-                let below = from.saturating_sub(base).min(LANES);
-                let mask =
-                    hit_mask(dg, r2, self.len.saturating_sub(base)) & !((1usize << below) - 1);
-                for &l in &LANE_LISTS[mask][..usize::from(BIT_COUNT[mask])] {
-                    let l = usize::from(l);
-                    f(self.ids.get(base + l).copied().unwrap_or(0), dg[l]);
-                }
-            }
-            at += m;
         }
     }
 }
@@ -633,18 +508,27 @@ where
     }
 
     /// One sweep in cell order: each cell against itself, the next cell of
-    /// its row and its forward rows (each neighbouring pair of cells once).
-    /// The cell and its unshifted forward cells are copied into one run
-    /// and tested in lanes, as the cell-sorted hash does; the ranges
-    /// reached through a periodic face, with their shift, one at a time.
+    /// its row and its forward rows (each neighbouring pair of cells once),
+    /// copied into one run and tested in lanes as the cell-sorted hash does.
+    ///
+    /// Pairs of cells across a periodic face: the minimum image adds the
+    /// period to the lower coordinate ([`PeriodicBox::offset`]), so where
+    /// every axis of a range's shift is `0` or `+L` (the range lies beyond
+    /// an upper face of the cell) its candidates are copied moved by the
+    /// shift into the same run, and the plain kernel measures them. Each such
+    /// pair of cells is taken from its upper side only, forward or not: the
+    /// other cell sees this one with the negated shift and leaves it. The
+    /// rare ranges shifted by `+L` along one axis and `-L` along another
+    /// (cells on two faces at once) are taken from the half stencil, one
+    /// range at a time.
     fn for_each_pair<F: FnMut(u32, u32, f32)>(&self, f: F) {
         let parts = self.planes();
         let n = self.cells.n;
         let mut out = Batch::new(f, self.radius_sq);
         let mut local = Local::new();
-        let mut shifted = Shifted::new();
         let mut runs = [Run::EMPTY; 2];
         let nrows = P::HALF_ROWS.len();
+        let axes = self.domain.axes();
         for z in 0..n[2] {
             for y in 0..n[1] {
                 for x in 0..n[0] {
@@ -675,26 +559,44 @@ where
                         }
                     }
                     let fwd = &fwd[..m];
-                    let wraps = fwd.iter().any(|r| r.shift != P::ZERO);
-                    // A cell by a periodic face: the cell and all its
-                    // forward ranges copied with their shifts (zero for the
-                    // ones not through the face), one lane pass per
-                    // particle over the candidates after it.
-                    if wraps && LOCAL > 0 {
-                        shifted.clear();
-                        let mut fits = shifted.push(&parts, lo, hi, P::ZERO);
-                        for r in fwd {
-                            fits = fits && shifted.push(&parts, r.lo, r.hi, r.shift);
-                        }
-                        if fits {
-                            let (r2, f) = (out.r2, &mut out.f);
-                            for k in lo..hi {
-                                let (a, p) = (parts.id_or_zero(k), parts.pos_or_zero(k));
-                                shifted.for_each_hit(p, r2, k - lo + 1, |q, d2| f(a, q, d2));
+                    // The ranges beyond an upper face of this cell, from
+                    // every row around it.
+                    let mut up = [Run::EMPTY; 18];
+                    let mut u = 0;
+                    let upper = (0..P::DIM).any(|k| axes & (1 << k) != 0 && c[k] == n[k] - 1);
+                    if upper {
+                        let top_x = axes & 1 != 0 && c[0] == n[0] - 1;
+                        for &o in P::ROWS {
+                            let (dy, dz) = (
+                                P::cell_coord(o, 1),
+                                if P::DIM > 2 { P::cell_coord(o, 2) } else { 0 },
+                            );
+                            // Only rows through no lower face and through an
+                            // upper one (or along an upper x face) hold such
+                            // ranges.
+                            let (mut down, mut up_yz) = (false, false);
+                            for (k, d) in [(1usize, dy), (2, dz)] {
+                                if k < P::DIM && axes & (1 << k) != 0 {
+                                    down |= c[k] + d < 0;
+                                    up_yz |= c[k] + d >= n[k];
+                                }
                             }
-                            continue;
+                            if down || !(up_yz || top_x) {
+                                continue;
+                            }
+                            let k = self.row(c, dy, dz, (-1, 1), &mut runs);
+                            for run in &runs[..k] {
+                                if run.shift != P::ZERO
+                                    && (0..P::DIM).all(|a| run.shift.coord(a) >= 0.0)
+                                    && let Some(slot) = up.get_mut(u)
+                                {
+                                    *slot = *run;
+                                    u += 1;
+                                }
+                            }
                         }
                     }
+                    let up = &up[..u];
                     let plain = fwd.iter().filter(|r| r.shift == P::ZERO);
                     let mut done = false;
                     if LOCAL > 0 {
@@ -702,6 +604,9 @@ where
                         let mut fits = local.push(&parts, lo, hi);
                         for r in plain.clone() {
                             fits = fits && local.push(&parts, r.lo, r.hi);
+                        }
+                        for r in up {
+                            fits = fits && local.push_shifted(&parts, r.lo, r.hi, r.shift);
                         }
                         if fits {
                             let end = local.len();
@@ -724,20 +629,24 @@ where
                         }
                         out.flush(&parts);
                     }
-                    // Ranges through a periodic face that did not fit a
-                    // copy: in place, one range at a time.
-                    if wraps {
-                        let (r2, f) = (out.r2, &mut out.f);
-                        let ids = parts.ids();
-                        for r in fwd.iter().filter(|r| r.shift != P::ZERO) {
-                            for k in lo..hi {
-                                let (a, p) = (parts.id_or_zero(k), parts.pos_or_zero(k));
-                                parts.for_each_shifted_distance(p, r.shift, r.lo, r.hi, |q, d2| {
-                                    if d2 < r2 {
-                                        f(a, ids[q], d2);
-                                    }
-                                });
-                            }
+                    // In place: the ranges beyond an upper face that did not
+                    // fit the copy, and the ranges shifted both ways.
+                    let mixed = fwd.iter().filter(|r| {
+                        (0..P::DIM).any(|a| r.shift.coord(a) > 0.0)
+                            && (0..P::DIM).any(|a| r.shift.coord(a) < 0.0)
+                    });
+                    let rest = up.iter().filter(|_| !done).chain(mixed);
+                    let (r2, f) = (out.r2, &mut out.f);
+                    let ids = parts.ids();
+                    for r in rest {
+                        for k in lo..hi {
+                            let (a, p) = (parts.id_or_zero(k), parts.pos_or_zero(k));
+                            let (q, t) = PeriodicBox::image(p, r.shift);
+                            parts.for_each_shifted_distance(q, t, r.lo, r.hi, |j, d2| {
+                                if d2 < r2 {
+                                    f(a, ids[j], d2);
+                                }
+                            });
                         }
                     }
                 }

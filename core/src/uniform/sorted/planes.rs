@@ -140,6 +140,34 @@ impl Local {
         true
     }
 
+    /// As [`push`](Self::push), each copied position moved by `t` (the
+    /// candidates' part of a periodic shift): the sweeps then test them
+    /// with the plain kernel.
+    #[inline(always)]
+    pub(super) fn push_shifted<P: Point>(
+        &mut self,
+        src: &Planes<'_, P>,
+        lo: usize,
+        hi: usize,
+        t: P,
+    ) -> bool {
+        let at = self.len;
+        if !self.push(src, lo, hi) {
+            return false;
+        }
+        for a in 0..P::DIM {
+            let v = t.coord(a);
+            if v != 0.0
+                && let Some(run) = self.axes[a].get_mut(at..self.len)
+            {
+                for x in run {
+                    *x += v;
+                }
+            }
+        }
+        true
+    }
+
     /// The copy as planes, with the far-away lanes after it.
     #[inline(always)]
     pub(super) fn view<P: Point>(&mut self) -> Planes<'_, P> {
@@ -221,29 +249,6 @@ impl<'a, P: Point> Planes<'a, P> {
     #[inline(always)]
     pub(super) fn len(&self) -> usize {
         self.ids.len()
-    }
-
-    /// Copies the particles at sorted positions `lo..lo + n` into the
-    /// planes `axes` and `ids` from `at` on, in whole lane groups where
-    /// both sides allow it (so up to a group past `at + n` may be
-    /// written); `false` (nothing copied) if `lo + n` is past the end.
-    #[inline(always)]
-    pub(super) fn copy_to(
-        &self,
-        lo: usize,
-        n: usize,
-        axes: [&mut [f32]; 3],
-        ids: &mut [u32],
-        at: usize,
-    ) -> bool {
-        if lo + n > self.len() {
-            return false;
-        }
-        for (a, dst) in axes.into_iter().enumerate().take(P::DIM) {
-            copy_lanes(dst, at, self.axes[a], lo, n);
-        }
-        copy_lanes(ids, at, self.ids, lo, n);
-        true
     }
 
     /// Position of the particle at sorted position `k < len`.
@@ -332,17 +337,18 @@ impl<'a, P: Point> Planes<'a, P> {
         }
     }
 
-    /// As [`distances_into`](Self::distances_into) for the image of the
-    /// particles shifted by `s`: each component is `(p - q) - s`, the
-    /// minimum-image difference of [`crate::PeriodicBox::offset`] when `s`
-    /// is the shift of a range reached through a periodic face.
+    /// As [`distances_into`](Self::distances_into) for the candidates
+    /// shifted by `t`: each component is `p - (q + t)`, the minimum image of
+    /// [`crate::PeriodicBox::offset`] when `p` and `t` are the two parts of
+    /// the shift of a range reached through a periodic face (the query
+    /// already shifted where it is the lower coordinate).
     #[inline(always)]
-    fn shifted_distances_into(&self, p: P, s: P, k: usize, out: &mut [f32]) -> bool {
+    fn shifted_distances_into(&self, p: P, t: P, k: usize, out: &mut [f32]) -> bool {
         let m = out.len();
         let (Some(xs), Some(ys)) = (self.axes[0].get(k..k + m), self.axes[1].get(k..k + m)) else {
             return false;
         };
-        let (px, py, sx, sy) = (p.coord(0), p.coord(1), s.coord(0), s.coord(1));
+        let (px, py, tx, ty) = (p.coord(0), p.coord(1), t.coord(0), t.coord(1));
         let xy = out
             .chunks_exact_mut(LANES)
             .zip(xs.chunks_exact(LANES).zip(ys.chunks_exact(LANES)));
@@ -350,17 +356,17 @@ impl<'a, P: Point> Planes<'a, P> {
             let Some(zs) = self.axes[2].get(k..k + m) else {
                 return false;
             };
-            let (pz, sz) = (p.coord(2), s.coord(2));
+            let (pz, tz) = (p.coord(2), t.coord(2));
             for ((d, (x, y)), z) in xy.zip(zs.chunks_exact(LANES)) {
                 for l in 0..LANES {
-                    let (dx, dy, dz) = ((px - x[l]) - sx, (py - y[l]) - sy, (pz - z[l]) - sz);
+                    let (dx, dy, dz) = (px - (x[l] + tx), py - (y[l] + ty), pz - (z[l] + tz));
                     d[l] = dx * dx + dy * dy + dz * dz;
                 }
             }
         } else {
             for (d, (x, y)) in xy {
                 for l in 0..LANES {
-                    let (dx, dy) = ((px - x[l]) - sx, (py - y[l]) - sy);
+                    let (dx, dy) = (px - (x[l] + tx), py - (y[l] + ty));
                     d[l] = dx * dx + dy * dy;
                 }
             }
@@ -369,19 +375,19 @@ impl<'a, P: Point> Planes<'a, P> {
     }
 
     /// Calls `f(k, d²)` for every sorted position `k` in `lo..hi` with the
-    /// squared length of `(p - q) - s`, `q` its position, [`CHUNK`] at a
+    /// squared length of `p - (q + t)`, `q` its position, [`CHUNK`] at a
     /// time (see [`shifted_distances_into`](Self::shifted_distances_into)).
     #[inline(always)]
     pub(super) fn for_each_shifted_distance(
         &self,
         p: P,
-        s: P,
+        t: P,
         lo: usize,
         hi: usize,
         mut f: impl FnMut(usize, f32),
     ) {
         let scalar = |k: usize| {
-            let e = (p - self.pos_or_zero(k)) - s;
+            let e = p - (self.pos_or_zero(k) + t);
             e.dot(e)
         };
         if cfg!(target_os = "none") {
@@ -395,7 +401,7 @@ impl<'a, P: Point> Planes<'a, P> {
         while k < hi {
             let m = (hi - k).min(CHUNK);
             let padded = m.div_ceil(LANES) * LANES;
-            if !(padded <= CHUNK && self.shifted_distances_into(p, s, k, &mut d[..padded])) {
+            if !(padded <= CHUNK && self.shifted_distances_into(p, t, k, &mut d[..padded])) {
                 for (j, dj) in d.iter_mut().enumerate().take(m) {
                     *dj = scalar(k + j);
                 }

@@ -1,0 +1,86 @@
+//! Development probe for issue 21's periodic-search target: the periodic
+//! `DenseGrid` against the same grid without periodic axes and the
+//! cell-sorted hash, on the cell-ordered fluid block of the `neighbors`
+//! bench's `periodic` group (the same boxes). Thread CPU time per run
+//! (build + all pairs, or build + every particle's neighbours), the three
+//! taking turns inside each round, the median of 11 rounds after 2 warm-up
+//! rounds (`spatium_benches::measure`). For A/B work on a shared machine;
+//! the criterion group is the reference.
+//!
+//! `cargo run --release -p spatium-benches --bin dense_probe -- SIDE [pairs|neighbours|build]`
+
+use core::sync::atomic::{AtomicBool, Ordering};
+
+use spatium::table::table_len;
+use spatium::{NeighborSearch, PeriodicBox, Point, Vec3};
+use spatium_benches::measure::{median, time};
+use spatium_benches::{Order, Scene};
+
+static BUILD_ONLY: AtomicBool = AtomicBool::new(false);
+
+fn run<S: NeighborSearch<Vec3>>(s: &mut S, pts: &[Vec3], r: f32, pairs: bool) -> f64 {
+    s.build(pts, r).expect("build");
+    let mut sum = 0.0f64;
+    if BUILD_ONLY.load(Ordering::Relaxed) {
+        return s.len() as f64;
+    }
+    if pairs {
+        s.for_each_pair(|_, _, d2| sum += f64::from(d2));
+    } else {
+        for i in 0..s.len() as u32 {
+            s.for_each_neighbor(i, |_, d2| sum += f64::from(d2))
+                .expect("id");
+        }
+    }
+    sum
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let side: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(22);
+    let what = args.get(2).map_or("pairs", String::as_str);
+    let pairs = what != "neighbours";
+    BUILD_ONLY.store(what == "build", Ordering::Relaxed);
+    let scene = Scene::new(side, Order::CellOrdered);
+    let (n, r) = (scene.points.len(), scene.radius);
+    let (mut lo, mut hi) = (scene.points[0], scene.points[0]);
+    for &p in &scene.points {
+        lo = lo.min(p);
+        hi = hi.max(p);
+    }
+    let spacing = r / 2.0;
+    let plain_box =
+        PeriodicBox::new(lo, hi + Vec3::new(1e-3, 1e-3, 1e-3) * spacing, 0).expect("box");
+    let start = lo - Vec3::new(0.5, 0.5, 0.5) * spacing;
+    let period = Vec3::new(1.0, 1.0, 1.0) * (side as f32 * spacing);
+    let torus = PeriodicBox::all(start, start + period).expect("box");
+    let mut periodic = spatium_host::make::dense(torus, n, r).expect("grid");
+    let mut plain = spatium_host::make::dense(plain_box, n, r).expect("grid");
+    let mut sorted = spatium_host::make::cell_sorted::<Vec3>(n, table_len(n, 2));
+    let pts = &scene.points;
+    let mut t = [Vec::new(), Vec::new(), Vec::new()];
+    let mut sums = [0.0; 3];
+    for round in 0..13 {
+        let (a, ta) = time(|| run(&mut periodic, pts, r, pairs));
+        let (b, tb) = time(|| run(&mut plain, pts, r, pairs));
+        let (c, tc) = time(|| run(&mut sorted, pts, r, pairs));
+        sums = [a, b, c];
+        if round >= 2 {
+            for (v, x) in t.iter_mut().zip([ta, tb, tc]) {
+                v.push(x.cpu_ms());
+            }
+        }
+    }
+    let m = t.map(|v| median(&v));
+    println!(
+        "{n} {}: periodic {:.3} ms, plain {:.3} ms, sorted {:.3} ms; periodic/plain {:.3}x (sums {:.1} {:.1} {:.1})",
+        what,
+        m[0],
+        m[1],
+        m[2],
+        m[0] / m[1],
+        sums[0],
+        sums[1],
+        sums[2]
+    );
+}
