@@ -3,7 +3,8 @@
 //! cell-sorted hash, on the cell-ordered fluid block of the `neighbors`
 //! bench's `periodic` group (the same boxes). Thread CPU time per run
 //! (build + all pairs, or build + every particle's neighbours), the three
-//! taking turns inside each round, the median of 11 rounds after 2 warm-up
+//! (and the plain grid over the torus's own box: the same cells) taking
+//! turns inside each round, the median of 11 rounds after 2 warm-up
 //! rounds (`spatium_benches::measure`). For A/B work on a shared machine;
 //! the criterion group is the reference.
 //!
@@ -56,31 +57,44 @@ fn main() {
     let torus = PeriodicBox::all(start, start + period).expect("box");
     let mut periodic = spatium_host::make::dense(torus, n, r).expect("grid");
     let mut plain = spatium_host::make::dense(plain_box, n, r).expect("grid");
+    // The torus's box without periodic axes (stretched over the few jittered
+    // points beyond it): the same cells.
+    let same_box = PeriodicBox::new(
+        torus.lo(),
+        torus.hi().max(hi + Vec3::new(1e-3, 1e-3, 1e-3) * spacing),
+        0,
+    )
+    .expect("box");
+    let mut same = spatium_host::make::dense(same_box, n, r).expect("grid");
     let mut sorted = spatium_host::make::cell_sorted::<Vec3>(n, table_len(n, 2));
     let pts = &scene.points;
-    let mut t = [Vec::new(), Vec::new(), Vec::new()];
-    let mut sums = [0.0; 3];
+    let mut t = [Vec::new(), Vec::new(), Vec::new(), Vec::new()];
+    let mut sums = [0.0; 4];
     for round in 0..13 {
         let (a, ta) = time(|| run(&mut periodic, pts, r, pairs));
         let (b, tb) = time(|| run(&mut plain, pts, r, pairs));
         let (c, tc) = time(|| run(&mut sorted, pts, r, pairs));
-        sums = [a, b, c];
+        let (d, td) = time(|| run(&mut same, pts, r, pairs));
+        sums = [a, b, c, d];
         if round >= 2 {
-            for (v, x) in t.iter_mut().zip([ta, tb, tc]) {
+            for (v, x) in t.iter_mut().zip([ta, tb, tc, td]) {
                 v.push(x.cpu_ms());
             }
         }
     }
     let m = t.map(|v| median(&v));
     println!(
-        "{n} {}: periodic {:.3} ms, plain {:.3} ms, sorted {:.3} ms; periodic/plain {:.3}x (sums {:.1} {:.1} {:.1})",
-        what,
+        "{n} {what}: periodic {:.3} ms, plain {:.3} ms, sorted {:.3} ms, plain on the torus's box {:.3} ms; \
+         periodic/plain {:.3}x, periodic/same box {:.3}x (d² sums {:.1} {:.1} {:.1} {:.1})",
         m[0],
         m[1],
         m[2],
+        m[3],
         m[0] / m[1],
+        m[0] / m[3],
         sums[0],
         sums[1],
-        sums[2]
+        sums[2],
+        sums[3]
     );
 }
