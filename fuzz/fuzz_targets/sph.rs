@@ -24,7 +24,7 @@ use spatium::sph::boundary::{Obstacle, Obstacles, Shape};
 use spatium::sph::kernel::Kernels;
 use spatium::sph::source::Emitter;
 use spatium::sph::walls::{BoundaryParticles, BoundaryState, Face, Slip, TankFaces};
-use spatium::sph::{EquationOfState, Fluid, Integrator, ParticleState, SphParams};
+use spatium::sph::{EquationOfState, Fluid, Integrator, ParticleState, SphParams, StepControl};
 use spatium::uniform::{CellRecord, CellSortedHash, DenseGrid, SortedParticle, TableSlot};
 use spatium::{
     BoundingBox, HhgConfig, HhgRecord, HhgSlot, HierarchicalHashGrid, Point, Validate, Vec2, Vec3,
@@ -67,6 +67,19 @@ enum Op {
     Advance(f32),
     Kernel(f32, f32),
     Clear,
+    /// Replaces the time-step control with raw values (refused ones change
+    /// nothing); the steps after it are judged against it.
+    Control(RawControl),
+}
+
+#[derive(Arbitrary, Debug, Clone, Copy)]
+struct RawControl {
+    adaptive: bool,
+    safety: f32,
+    dt_min: f32,
+    dt_max: f32,
+    max_density_ratio: f32,
+    max_cfl: f32,
 }
 
 #[derive(Arbitrary, Debug, Clone, Copy)]
@@ -148,6 +161,13 @@ fn snapshot<P: Point>(f: &Fluid<P, Vec<P>, Vec<ParticleState<P>>>) -> Vec<[u32; 
 
 /// After a successful step: every particle finite and inside the walls.
 fn check_stepped<P: Point>(fluid: &Fluid<P, Vec<P>, Vec<ParticleState<P>>>) {
+    // The monitor's contract: a step that returned `Ok` stayed within the
+    // control's bounds (no diverging step reports success).
+    if let Some(r) = fluid.last_report() {
+        let c = fluid.control();
+        assert!(!(r.max_density_ratio > c.max_density_ratio), "{r:?} {c:?}");
+        assert!(!(r.cfl > c.max_cfl), "{r:?} {c:?}");
+    }
     let d = fluid.params().domain;
     for (x, s) in fluid.positions().iter().zip(fluid.state()) {
         assert!(x.is_finite() && s.velocity.is_finite());
@@ -384,6 +404,23 @@ fn run<P: Point>(ops: &[Op]) {
                 must_keep = true;
             }
             Op::Clear => fluid.clear(),
+            Op::Control(c) => {
+                let control = StepControl {
+                    adaptive: c.adaptive,
+                    safety: c.safety,
+                    dt_min: c.dt_min,
+                    dt_max: c.dt_max,
+                    max_density_ratio: c.max_density_ratio,
+                    max_cfl: c.max_cfl,
+                };
+                let old = *fluid.control();
+                if fluid.set_control(control).is_err() {
+                    assert_eq!(*fluid.control(), old);
+                } else {
+                    assert_eq!(*fluid.control(), control);
+                }
+                must_keep = true;
+            }
         }
         assert!(fluid.len() <= CAP);
         fluid.validate().unwrap();
