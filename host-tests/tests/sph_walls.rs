@@ -562,3 +562,121 @@ fn parallel_step_with_walls_is_deterministic_and_matches_serial() {
     // The walls acted: the column's foot has spread along the floor.
     assert!(one.positions().iter().any(|x| x.x > 0.105));
 }
+
+/// The walls' hooks with only the serial forms: `ParCollider`'s provided
+/// `par_add_boundary_*` run them on the calling thread.
+struct SerialHooks<C>(C);
+
+mod serial_hooks {
+    use super::SerialHooks;
+    use spatium::sph::boundary::{Collider, ParCollider};
+    use spatium::sph::kernel::Kernels;
+    use spatium::sph::{ParticleState, SphParams};
+    use spatium::{Error, PeriodicBox, Point, exec::Executor};
+
+    impl<P: Point, C: Collider<P>> Collider<P> for SerialHooks<C> {
+        fn collide(
+            &mut self,
+            x: &mut P,
+            v: &mut P,
+            radius: f32,
+            damping: f32,
+            walls: &P::Aabb,
+        ) -> Result<(), Error> {
+            self.0.collide(x, v, radius, damping, walls)
+        }
+        fn boundary_particles(&self) -> usize {
+            self.0.boundary_particles()
+        }
+        fn add_boundary_density(
+            &mut self,
+            x: &[P],
+            st: &mut [ParticleState<P>],
+            k: &Kernels,
+            p: &SphParams<P>,
+            period: &PeriodicBox<P>,
+        ) -> Result<(), Error> {
+            self.0.add_boundary_density(x, st, k, p, period)
+        }
+        fn update_boundary(
+            &mut self,
+            x: &[P],
+            st: &[ParticleState<P>],
+            k: &Kernels,
+            p: &SphParams<P>,
+            period: &PeriodicBox<P>,
+        ) -> Result<(), Error> {
+            self.0.update_boundary(x, st, k, p, period)
+        }
+        fn add_boundary_forces(
+            &mut self,
+            x: &[P],
+            st: &mut [ParticleState<P>],
+            k: &Kernels,
+            p: &SphParams<P>,
+            period: &PeriodicBox<P>,
+        ) -> Result<(), Error> {
+            self.0.add_boundary_forces(x, st, k, p, period)
+        }
+    }
+
+    impl<P: Point, C: ParCollider<P>> ParCollider<P> for SerialHooks<C> {
+        fn par_collide<E: Executor>(
+            &mut self,
+            exec: &E,
+            x: &mut [P],
+            state: &mut [ParticleState<P>],
+            radius: f32,
+            damping: f32,
+            walls: &P::Aabb,
+        ) -> Result<(), Error> {
+            self.0.par_collide(exec, x, state, radius, damping, walls)
+        }
+    }
+}
+
+/// The walls' density share and forces as gathers in tasks: a fluid of
+/// 4 800 particles (several tasks per pass) gives the same bits for 1, 2, 3
+/// and 8 workers as the same parallel step with the serial hooks.
+#[test]
+fn parallel_boundary_gathers_equal_the_serial_hooks() {
+    use spatium::sph::GatherSlot;
+    use spatium_host::par::HostExec;
+    let s = 0.005;
+    let tank = boxed::<Vec2>([0.0; 3], [0.6, 0.6, 0.0]);
+    let p = SphParams::<Vec2>::water(tank, s, 0.4).unwrap();
+    let cap = 5000;
+    let start = || {
+        let mut f: VecFluid<Vec2> =
+            Fluid::new(vec![Vec2::ZERO; cap], vec![ParticleState::EMPTY; cap], p);
+        f.fill_block(boxed::<Vec2>([0.0; 3], [0.3, 0.4, 0.0]), s, Vec2::ZERO)
+            .unwrap();
+        f
+    };
+    assert!(start().len() >= 4 * 1024, "{} particles", start().len());
+    let steps = 15;
+    let run = |threads: usize, serial_hooks: bool| {
+        let mut w = walls_and_room::<Vec2>(tank, s, TankFaces::open_top(Slip::NoSlip), 0);
+        let mut f = start();
+        let mut ns = search::<Vec2>(f.len());
+        let mut work = vec![GatherSlot::EMPTY; f.len()];
+        let exec = HostExec::new(threads);
+        for _ in 0..steps {
+            if serial_hooks {
+                f.par_step(&exec, &mut ns, &mut SerialHooks(&mut w), &mut (), &mut work)
+            } else {
+                f.par_step(&exec, &mut ns, &mut w, &mut (), &mut work)
+            }
+            .unwrap();
+        }
+        f
+    };
+    let reference = run(2, true);
+    for threads in [1, 2, 3, 8] {
+        let f = run(threads, false);
+        assert!(
+            f.positions() == reference.positions() && f.state() == reference.state(),
+            "{threads} workers: the parallel boundary gathers differ from the serial hooks"
+        );
+    }
+}

@@ -629,6 +629,44 @@ pub trait ParCollider<P: Point>: Collider<P> {
         damping: f32,
         walls: &P::Aabb,
     ) -> Result<(), Error>;
+
+    /// [`Collider::add_boundary_density`] with the fluid particles split
+    /// into tasks on `exec`. The default runs the serial hook on the
+    /// calling thread; an override must give the same result for every
+    /// executor.
+    ///
+    /// # Errors
+    /// As [`Collider::add_boundary_density`].
+    fn par_add_boundary_density<E: Executor>(
+        &mut self,
+        exec: &E,
+        x: &[P],
+        st: &mut [ParticleState<P>],
+        k: &Kernels,
+        p: &SphParams<P>,
+        period: &PeriodicBox<P>,
+    ) -> Result<(), Error> {
+        let _ = exec;
+        self.add_boundary_density(x, st, k, p, period)
+    }
+
+    /// [`Collider::add_boundary_forces`] with the fluid particles split into
+    /// tasks on `exec`; the default runs the serial hook, as above.
+    ///
+    /// # Errors
+    /// As [`Collider::add_boundary_forces`].
+    fn par_add_boundary_forces<E: Executor>(
+        &mut self,
+        exec: &E,
+        x: &[P],
+        st: &mut [ParticleState<P>],
+        k: &Kernels,
+        p: &SphParams<P>,
+        period: &PeriodicBox<P>,
+    ) -> Result<(), Error> {
+        let _ = exec;
+        self.add_boundary_forces(x, st, k, p, period)
+    }
 }
 
 /// Walls, `solid(x, v)`, walls, for every particle, in chunks on `exec`;
@@ -690,6 +728,32 @@ impl<P: Point, A: ParCollider<P>, B: ParCollider<P>> ParCollider<P> for (A, B) {
         self.0.par_collide(exec, x, state, radius, damping, walls)?;
         self.1.par_collide(exec, x, state, radius, damping, walls)
     }
+
+    fn par_add_boundary_density<E: Executor>(
+        &mut self,
+        exec: &E,
+        x: &[P],
+        st: &mut [ParticleState<P>],
+        k: &Kernels,
+        p: &SphParams<P>,
+        period: &PeriodicBox<P>,
+    ) -> Result<(), Error> {
+        self.0.par_add_boundary_density(exec, x, st, k, p, period)?;
+        self.1.par_add_boundary_density(exec, x, st, k, p, period)
+    }
+
+    fn par_add_boundary_forces<E: Executor>(
+        &mut self,
+        exec: &E,
+        x: &[P],
+        st: &mut [ParticleState<P>],
+        k: &Kernels,
+        p: &SphParams<P>,
+        period: &PeriodicBox<P>,
+    ) -> Result<(), Error> {
+        self.0.par_add_boundary_forces(exec, x, st, k, p, period)?;
+        self.1.par_add_boundary_forces(exec, x, st, k, p, period)
+    }
 }
 
 impl<P: Point, C: ParCollider<P>> ParCollider<P> for &mut C {
@@ -703,6 +767,30 @@ impl<P: Point, C: ParCollider<P>> ParCollider<P> for &mut C {
         walls: &P::Aabb,
     ) -> Result<(), Error> {
         (**self).par_collide(exec, x, state, radius, damping, walls)
+    }
+
+    fn par_add_boundary_density<E: Executor>(
+        &mut self,
+        exec: &E,
+        x: &[P],
+        st: &mut [ParticleState<P>],
+        k: &Kernels,
+        p: &SphParams<P>,
+        period: &PeriodicBox<P>,
+    ) -> Result<(), Error> {
+        (**self).par_add_boundary_density(exec, x, st, k, p, period)
+    }
+
+    fn par_add_boundary_forces<E: Executor>(
+        &mut self,
+        exec: &E,
+        x: &[P],
+        st: &mut [ParticleState<P>],
+        k: &Kernels,
+        p: &SphParams<P>,
+        period: &PeriodicBox<P>,
+    ) -> Result<(), Error> {
+        (**self).par_add_boundary_forces(exec, x, st, k, p, period)
     }
 }
 

@@ -45,6 +45,12 @@
 //! saving of the start state, the finiteness check and the restoring of
 //! the particles after an error all run in tasks.
 //!
+//! With boundary particles ([`crate::sph::walls`]), their density share and
+//! forces run in tasks too ([`ParCollider::par_add_boundary_density`],
+//! [`ParCollider::par_add_boundary_forces`]: a gather per fluid particle);
+//! their pressure update runs on the calling thread, since it sums into the
+//! boundary particles from the fluid side in fluid id order.
+//!
 //! # Determinism
 //!
 //! Each particle's value is computed by one task from its neighbours in the
@@ -197,11 +203,11 @@ impl<P: Point> Default for GatherSlot<P> {
 /// 262 144 particles a pass has 256 tasks, 16 per worker on 16 cores, and a
 /// worker that starts its last task late holds the others back by a
 /// sixteenth of the pass rather than by a quarter.
-const LIST_GRAIN: usize = GATHER_GRAIN / 4;
+pub(super) const LIST_GRAIN: usize = GATHER_GRAIN / 4;
 
 /// Most tasks of one list pass: the size of the density pass's per-task
 /// error array (`24·LIST_TASKS` bytes of stack).
-const LIST_TASKS: usize = 256;
+pub(super) const LIST_TASKS: usize = 256;
 
 /// The caller's workspace of one step.
 struct Scratch<'a, P> {
@@ -1018,12 +1024,13 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
             tasks
         };
         first_error(&results[..used])?;
-        // Boundary particles (serial passes, in id order: the same for
-        // every executor): their density share, the pressures again, then
-        // their own pressures from the fluid's.
+        // Boundary particles: their density share (a gather per fluid
+        // particle, in tasks), the pressures again, then their own
+        // pressures from the fluid's (serial, in fluid id order). The same
+        // for every executor.
         let walls = solids.boundary_particles() > 0;
         if walls {
-            solids.add_boundary_density(x, st, k, &p, &period)?;
+            solids.par_add_boundary_density(exec, x, st, k, &p, &period)?;
             for s in st.iter_mut() {
                 s.pressure = p.pressure(s.density);
             }
@@ -1109,7 +1116,7 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
             },
         );
         if walls {
-            solids.add_boundary_forces(x, st, k, &p, &period)?;
+            solids.par_add_boundary_forces(exec, x, st, k, &p, &period)?;
         }
         timer.end();
         Ok(())

@@ -45,9 +45,10 @@
 
 use super::boundary::{Collider, ParCollider, Shape};
 use super::kernel::Kernels;
+use super::par::{LIST_GRAIN, LIST_TASKS};
 use super::{EquationOfState, ParticleState, SphParams, pair_acceleration};
 use crate::error::Error;
-use crate::exec::Executor;
+use crate::exec::{Executor, Parts, task_split};
 use crate::geom::{BoundingBox, Point};
 use crate::periodic::PeriodicBox;
 use crate::storage::Storage;
@@ -742,10 +743,7 @@ where
             return Ok(());
         };
         for (xi, s) in x.iter().zip(st.iter_mut()) {
-            let mut sum = 0.0f32;
-            self.search
-                .for_each_within(*xi, |_, d2| sum += k.poly6(d2))?;
-            s.density += m * sum;
+            density_share(&self.search, *xi, s, k, m)?;
         }
         Ok(())
     }
@@ -815,6 +813,102 @@ where
         let Some(m) = self.ready(p, period)? else {
             return Ok(());
         };
+        let (no_slip, free_slip) = Self::slip_params(p, m);
+        let walls = self.wall_view(k, &no_slip, &free_slip, period);
+        for (xi, si) in x.iter().zip(st.iter_mut()) {
+            walls.force(*xi, si)?;
+        }
+        Ok(())
+    }
+}
+
+/// The boundary particles' density share of the fluid particle at `xi`:
+/// its kernel sum over them, times their mass `m`.
+#[inline]
+fn density_share<P: Point, W: NeighborSearch<P>>(
+    search: &W,
+    xi: P,
+    s: &mut ParticleState<P>,
+    k: &Kernels,
+    m: f32,
+) -> Result<(), Error> {
+    let mut sum = 0.0f32;
+    search.for_each_within(xi, |_, d2| sum += k.poly6(d2))?;
+    s.density += m * sum;
+    Ok(())
+}
+
+/// What the forces pass reads of the boundary particles: the search, their
+/// positions and states, and the parameters of each slip condition.
+struct WallView<'a, P: Point, W> {
+    search: &'a W,
+    x: &'a [P],
+    st: &'a [BoundaryState<P>],
+    k: &'a Kernels,
+    no_slip: &'a SphParams<P>,
+    free_slip: &'a SphParams<P>,
+    period: &'a PeriodicBox<P>,
+}
+
+impl<P: Point, W: NeighborSearch<P>> WallView<'_, P, W> {
+    /// Adds the boundary particles' pressure and viscosity forces on the
+    /// fluid particle at `xi` to its acceleration.
+    #[inline]
+    fn force(&self, xi: P, si: &mut ParticleState<P>) -> Result<(), Error> {
+        let mut acc = P::ZERO;
+        let me = *si;
+        self.search.for_each_within(xi, |b, d2| {
+            let b = b as usize;
+            if let (Some(w), Some(&xb)) = (self.st.get(b), self.x.get(b)) {
+                let (q, v) = if w.no_slip != 0 {
+                    (self.no_slip, w.ghost_velocity)
+                } else {
+                    (self.free_slip, me.velocity)
+                };
+                let other = ParticleState {
+                    velocity: v,
+                    density: w.density,
+                    pressure: w.pressure,
+                    ..ParticleState::EMPTY
+                };
+                acc += pair_acceleration(self.k, q, self.period.offset(xi, xb), d2, &me, &other);
+            }
+        })?;
+        si.acceleration += acc;
+        Ok(())
+    }
+}
+
+impl<P, X, S, W> BoundaryParticles<P, X, S, W>
+where
+    P: Point,
+    X: Storage<P>,
+    S: Storage<BoundaryState<P>>,
+    W: NeighborSearch<P>,
+{
+    fn wall_view<'a>(
+        &'a self,
+        k: &'a Kernels,
+        no_slip: &'a SphParams<P>,
+        free_slip: &'a SphParams<P>,
+        period: &'a PeriodicBox<P>,
+    ) -> WallView<'a, P, W> {
+        let n = self.len;
+        WallView {
+            search: &self.search,
+            x: self.positions.as_ref().get(..n).unwrap_or(&[]),
+            st: self.state.as_ref().get(..n).unwrap_or(&[]),
+            k,
+            no_slip,
+            free_slip,
+            period,
+        }
+    }
+
+    /// The forces pass's parameters: the fluid's with the boundary
+    /// particles' mass `m` and no surface tension, and without viscosity
+    /// for free-slip walls.
+    fn slip_params(p: &SphParams<P>, m: f32) -> (SphParams<P>, SphParams<P>) {
         let no_slip = SphParams {
             mass: m,
             surface_tension: 0.0,
@@ -824,44 +918,59 @@ where
             viscosity: 0.0,
             ..no_slip
         };
-        let n = self.len;
-        let wall_x = &self.positions.as_ref()[..n];
-        let ws = &self.state.as_ref()[..n];
-        for (xi, si) in x.iter().zip(st.iter_mut()) {
-            let mut acc = P::ZERO;
-            let me = *si;
-            self.search.for_each_within(*xi, |b, d2| {
-                let b = b as usize;
-                if let (Some(w), Some(&xb)) = (ws.get(b), wall_x.get(b)) {
-                    let (q, v) = if w.no_slip != 0 {
-                        (&no_slip, w.ghost_velocity)
-                    } else {
-                        (&free_slip, me.velocity)
-                    };
-                    let other = ParticleState {
-                        velocity: v,
-                        density: w.density,
-                        pressure: w.pressure,
-                        ..ParticleState::EMPTY
-                    };
-                    acc += pair_acceleration(k, q, period.offset(*xi, xb), d2, &me, &other);
-                }
-            })?;
-            si.acceleration += acc;
-        }
-        Ok(())
+        (no_slip, free_slip)
     }
 }
 
-/// The parallel step: the walls' clamp only (boundary particles act through
-/// the forces; their passes run on the calling thread, in id order, so the
-/// result is the same for every executor).
+/// Runs `f` on every fluid particle `(x[i], st[i])` in tasks on `exec`;
+/// the first error in id order (each task stops at its first).
+fn par_fluid<P, E, F>(exec: &E, x: &[P], st: &mut [ParticleState<P>], f: F) -> Result<(), Error>
+where
+    P: Point,
+    E: Executor,
+    F: Fn(P, &mut ParticleState<P>) -> Result<(), Error> + Sync,
+{
+    let n = x.len().min(st.len());
+    let (tasks, grain) = task_split(n, LIST_GRAIN, LIST_TASKS);
+    let mut results = [None; LIST_TASKS];
+    exec.run(
+        tasks,
+        (
+            Parts::chunks(&mut st[..n], grain),
+            Parts::chunks(results.get_mut(..tasks).unwrap_or(&mut []), 1),
+        ),
+        |_, (ss, mut r)| {
+            let start = ss.start();
+            for (i, s) in ss.into_slice().iter_mut().enumerate() {
+                let Some(&xi) = x.get(start + i) else {
+                    continue;
+                };
+                if let Err(e) = f(xi, s) {
+                    if let Some(r) = r.slice().first_mut() {
+                        *r = Some(e);
+                    }
+                    break;
+                }
+            }
+        },
+    );
+    match results.iter().take(tasks).flatten().next() {
+        Some(&e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// The parallel step: the walls' clamp, and the boundary particles' density
+/// share and forces as gathers per fluid particle in tasks (the pressure
+/// update, which accumulates into the boundary particles from the fluid
+/// side, runs on the calling thread in fluid id order); the result is the
+/// same for every executor.
 impl<P, X, S, W> ParCollider<P> for BoundaryParticles<P, X, S, W>
 where
     P: Point,
     X: Storage<P>,
     S: Storage<BoundaryState<P>>,
-    W: NeighborSearch<P>,
+    W: NeighborSearch<P> + Sync,
 {
     fn par_collide<E: Executor>(
         &mut self,
@@ -874,6 +983,43 @@ where
     ) -> Result<(), Error> {
         // The clamp alone: what `()` does.
         ().par_collide(exec, x, state, radius, damping, walls)
+    }
+
+    /// A gather per fluid particle, in tasks: each particle's sum runs in
+    /// the same order as in the serial hook, so the result is the same for
+    /// every executor.
+    fn par_add_boundary_density<E: Executor>(
+        &mut self,
+        exec: &E,
+        x: &[P],
+        st: &mut [ParticleState<P>],
+        k: &Kernels,
+        p: &SphParams<P>,
+        period: &PeriodicBox<P>,
+    ) -> Result<(), Error> {
+        let Some(m) = self.ready(p, period)? else {
+            return Ok(());
+        };
+        let search = &self.search;
+        par_fluid(exec, x, st, |xi, s| density_share(search, xi, s, k, m))
+    }
+
+    /// A gather per fluid particle, in tasks, as above.
+    fn par_add_boundary_forces<E: Executor>(
+        &mut self,
+        exec: &E,
+        x: &[P],
+        st: &mut [ParticleState<P>],
+        k: &Kernels,
+        p: &SphParams<P>,
+        period: &PeriodicBox<P>,
+    ) -> Result<(), Error> {
+        let Some(m) = self.ready(p, period)? else {
+            return Ok(());
+        };
+        let (no_slip, free_slip) = Self::slip_params(p, m);
+        let walls = self.wall_view(k, &no_slip, &free_slip, period);
+        par_fluid(exec, x, st, |xi, s| walls.force(xi, s))
     }
 }
 
