@@ -33,7 +33,8 @@ usage: spatium-demo [FLAGS]
   --walls L          walls of L layers of boundary particles on the box's
                      floor and sides (spatium::sph::walls, no-slip, open
                      top) instead of the seed's clamp, 0..=8; 0 (default)
-                     clamps (the boundary passes run on one thread)
+                     clamps (their density share and forces run on the
+                     workers, their pressure update on one thread)
   -h, --help         print this text";
 
 pub use spatium_host::runtime::{BroadKind, Named, SearchKind};
