@@ -388,6 +388,16 @@ where
         }
     }
 
+    /// The pair filter for a pair of inner ids not both images 0: `(i, j)`
+    /// when `ka & kb == 0` and `i ≠ j`.
+    #[inline(never)]
+    fn image_pair<F: FnMut(u32, u32)>(cap: u32, a: u32, b: u32, f: &mut F) {
+        let ((i, ka), (j, kb)) = (Self::split(cap, a), Self::split(cap, b));
+        if ka & kb == 0 && i != j {
+            f(i, j);
+        }
+    }
+
     fn slot(&self, id: u32) -> Result<(B, u8), Error> {
         if id >= self.cap {
             return Err(Error::IdOutOfRange { id });
@@ -604,9 +614,13 @@ where
     fn for_each_overlap<F: FnMut(u32, u32)>(&mut self, mut f: F) -> Result<(), Error> {
         let cap = self.cap;
         self.inner.for_each_overlap(|a, b| {
-            let ((i, ka), (j, kb)) = (Self::split(cap, a), Self::split(cap, b));
-            if ka & kb == 0 && i != j {
-                f(i, j);
+            // Two images 0 (most pairs): distinct ids, reported as they are.
+            // The rest out of line, so that the inner structure's loop
+            // carries only this test.
+            if a.max(b) < cap {
+                f(a, b);
+            } else {
+                Self::image_pair(cap, a, b, &mut f);
             }
         })
     }
@@ -624,9 +638,14 @@ where
         for kq in subsets(crossing) {
             let q = self.domain.shift_box(&q0, kq);
             self.inner.query(&q, |a| {
-                let (i, ka) = Self::split(cap, a);
-                if ka & kq == 0 {
-                    f(i);
+                // Image 0 (most ids) counts for every query image.
+                if a < cap {
+                    f(a);
+                } else {
+                    let (i, ka) = Self::split(cap, a);
+                    if ka & kq == 0 {
+                        f(i);
+                    }
                 }
             })?;
         }
@@ -654,9 +673,10 @@ where
     {
         let cap = self.cap;
         self.inner.par_for_each_overlap(exec, sinks, |s, a, b| {
-            let ((i, ka), (j, kb)) = (Self::split(cap, a), Self::split(cap, b));
-            if ka & kb == 0 && i != j {
-                f(s, i, j);
+            if a.max(b) < cap {
+                f(s, a, b);
+            } else {
+                Self::image_pair(cap, a, b, &mut |i, j| f(s, i, j));
             }
         })
     }
