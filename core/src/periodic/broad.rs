@@ -139,7 +139,9 @@ impl<P: Point> PeriodicBox<P> {
         })
     }
 
-    /// [`wrap_box`](Self::wrap_box) past its fast path (out of line).
+    /// [`wrap_box`](Self::wrap_box) past its fast path (out of line); the
+    /// same result as `wrap_box` for any box (the general path keeps a box
+    /// that is its own image 0 as it is).
     #[inline(never)]
     fn wrap_box_general(&self, b: &P::Aabb) -> Result<(P::Aabb, u8), Error> {
         b.check()?;
@@ -437,7 +439,13 @@ where
     /// [`BroadPhase::update`].
     fn update_box(&mut self, id: u32, aabb: B) -> Result<(), Error> {
         let (old, oc) = self.slot(id)?;
-        let (b0, nc) = self.domain.wrap_box(&aabb)?;
+        if oc == 0 && self.domain.is_own_image(&aabb) {
+            // Most boxes: image 0 only, before and after, the box itself.
+            self.inner.update(id, aabb)?;
+            self.set_slot(id, PeriodicSlot { aabb, images: 0 });
+            return Ok(());
+        }
+        let (b0, nc) = self.domain.wrap_box_general(&aabb)?;
         self.move_images(id, &old, oc, &b0, nc)?;
         self.set_slot(id, PeriodicSlot { aabb, images: nc });
         Ok(())
@@ -532,7 +540,15 @@ where
                 return Err(Error::DuplicateId { id });
             }
         }
-        let (b0, crossing) = self.domain.wrap_box(&aabb)?;
+        if self.domain.is_own_image(&aabb) {
+            // Most boxes: image 0 is the box itself, no other image (the box
+            // is used in place, not copied out of `wrap_box`'s result).
+            self.inner.insert(id, aabb)?;
+            self.set_slot(id, PeriodicSlot { aabb, images: 0 });
+            self.len += 1;
+            return Ok(());
+        }
+        let (b0, crossing) = self.domain.wrap_box_general(&aabb)?;
         self.insert_images(id, &b0, crossing)?;
         self.set_slot(
             id,
@@ -571,7 +587,9 @@ where
     fn update_many(&mut self, updates: &[(u32, B)]) -> Result<(), Error> {
         for &(id, aabb) in updates {
             self.images_of(id)?;
-            self.domain.wrap_box(&aabb)?;
+            if !self.domain.is_own_image(&aabb) {
+                self.domain.wrap_box_general(&aabb)?;
+            }
         }
         let mut from = 0usize;
         for (x, &(id, aabb)) in updates.iter().enumerate() {
