@@ -288,7 +288,7 @@ impl<P: Point> PeriodicBox<P> {
 }
 
 mod broad;
-pub use broad::{PeriodicBroadPhase, PeriodicSlot, UPDATE_BATCH};
+pub use broad::{PeriodicBroadPhase, PeriodicSlot};
 
 #[cfg(test)]
 mod tests {

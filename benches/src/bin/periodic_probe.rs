@@ -12,7 +12,11 @@
 //! more boxes gives the grid larger cell tables, which is not the adapter's
 //! cost);
 //! * `adapter-none`: the adapter with no periodic axis (no images);
-//! * `periodic`: the adapter, periodic along every axis.
+//! * `periodic`: the adapter, periodic along every axis;
+//! * `images`: no adapter, the plain structure given the images themselves
+//!   under compact ids (`0..` in order of `(id, k)`; the floor for any id
+//!   layout: the inner structure's own work on the images);
+//! * `images-8N`: the same with the adapter's ids `i + k·N` (ids below 8N).
 //!
 //! `cargo run --release -p spatium-benches --bin periodic_probe`
 
@@ -85,6 +89,104 @@ impl<T: BroadPhase<Aabb3>> Run for T {
     }
 }
 
+/// A plain structure fed the periodic images directly: insert `ins`; step
+/// = `update_many(upd)`, insert `add`, remove `rem`.
+struct Imaged<T> {
+    t: T,
+    ins: Vec<(u32, Aabb3)>,
+    upd: Vec<(u32, Aabb3)>,
+    add: Vec<(u32, Aabb3)>,
+    rem: Vec<u32>,
+}
+
+impl<T: BroadPhase<Aabb3>> Run for Imaged<T> {
+    fn clear(&mut self) {
+        self.t.clear();
+    }
+    fn insert_all(&mut self, _: &[(u32, Aabb3)]) {
+        for &(i, b) in &self.ins {
+            self.t.insert(i, b).unwrap();
+        }
+    }
+    fn update_all(&mut self, _: &[(u32, Aabb3)]) {
+        self.t.update_many(&self.upd).unwrap();
+        for &(i, b) in &self.add {
+            self.t.insert(i, b).unwrap();
+        }
+        for &i in &self.rem {
+            self.t.remove(i).unwrap();
+        }
+    }
+    fn pairs(&mut self) -> u64 {
+        let mut n = 0;
+        self.t.for_each_overlap(|_, _| n += 1).unwrap();
+        n
+    }
+}
+
+/// The images of `a` and `b` as `(id, k, box)`, and the id maps: compact
+/// (in order of `(id, k)` over both sets) or `i + k·n`.
+fn imaged<T: BroadPhase<Aabb3>>(
+    t: T,
+    d: &PeriodicBox<Vec3>,
+    a: &[(u32, Aabb3)],
+    b: &[(u32, Aabb3)],
+    compact: bool,
+) -> Imaged<T> {
+    let n = a.len() as u32;
+    let images = |s: &[(u32, Aabb3)]| -> Vec<Vec<(u8, Aabb3)>> {
+        s.iter()
+            .map(|&(_, x)| {
+                let (b0, c) = d.wrap_box(&x).unwrap();
+                (0..8u8)
+                    .filter(|k| k & !c == 0)
+                    .map(|k| (k, d.shift_box(&b0, k)))
+                    .collect()
+            })
+            .collect()
+    };
+    let (ia, ib) = (images(a), images(b));
+    let mut map = std::collections::HashMap::new();
+    for i in 0..n as usize {
+        let mut ks: Vec<u8> = ia[i].iter().chain(&ib[i]).map(|x| x.0).collect();
+        ks.sort();
+        ks.dedup();
+        for k in ks {
+            let id = if compact {
+                map.len() as u32
+            } else {
+                i as u32 + u32::from(k) * n
+            };
+            map.insert((i, k), id);
+        }
+    }
+    let mut r = Imaged {
+        t,
+        ins: vec![],
+        upd: vec![],
+        add: vec![],
+        rem: vec![],
+    };
+    for i in 0..n as usize {
+        for &(k, x) in &ia[i] {
+            r.ins.push((map[&(i, k)], x));
+        }
+        for &(k, x) in &ib[i] {
+            if ia[i].iter().any(|y| y.0 == k) {
+                r.upd.push((map[&(i, k)], x));
+            } else {
+                r.add.push((map[&(i, k)], x));
+            }
+        }
+        for &(k, _) in &ia[i] {
+            if !ib[i].iter().any(|y| y.0 == k) {
+                r.rem.push(map[&(i, k)]);
+            }
+        }
+    }
+    r
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
@@ -125,6 +227,11 @@ fn main() {
                         "periodic",
                         Box::new(PeriodicBroadPhase::new(hhg(8 * n, n), all, slots()).unwrap()),
                     ),
+                    ("images", Box::new(imaged(hhg(im, n), &all, &a, &b, true))),
+                    (
+                        "images-8N",
+                        Box::new(imaged(hhg(8 * n, n), &all, &a, &b, false)),
+                    ),
                 ]
             } else {
                 vec![
@@ -141,10 +248,26 @@ fn main() {
                         "periodic",
                         Box::new(PeriodicBroadPhase::new(kd(8 * n, im), all, slots()).unwrap()),
                     ),
+                    ("images", Box::new(imaged(kd(im, im), &all, &a, &b, true))),
+                    (
+                        "images-8N",
+                        Box::new(imaged(kd(8 * n, im), &all, &a, &b, false)),
+                    ),
                 ]
             };
+            // `PROBE_ONLY=kdtree:periodic` (for a profiler): that run only.
+            if let Ok(only) = std::env::var("PROBE_ONLY") {
+                runs.retain(|(l, _)| only == format!("{name}:{l}"));
+                if runs.is_empty() {
+                    continue;
+                }
+            }
             let mut times: Vec<[Vec<f64>; 4]> = runs.iter().map(|_| Default::default()).collect();
-            for _ in 0..7 {
+            for _ in 0..std::env::var("PROBE_ROUNDS")
+                .ok()
+                .and_then(|r| r.parse().ok())
+                .unwrap_or(7)
+            {
                 for (k, (_, t)) in runs.iter_mut().enumerate() {
                     let p = phases(t.as_mut(), &a, &b);
                     for q in 0..4 {

@@ -104,23 +104,51 @@ impl<P: Point> PeriodicBox<P> {
     /// assert_eq!(domain.shift_box(&b0, 0b01).min, Vec2::new(-0.5, 3.0));
     /// # Ok::<(), spatium::Error>(())
     /// ```
+    #[inline]
     pub fn wrap_box(&self, b: &P::Aabb) -> Result<(P::Aabb, u8), Error> {
+        // Fast path, most boxes: valid, inside `[lo, hi)` and short enough
+        // along every periodic axis (image 0 is the box itself); the
+        // general path gives the same box.
+        if self.is_own_image(b) {
+            return Ok((*b, 0));
+        }
+        self.wrap_box_general(b)
+    }
+
+    /// `true` when `b` is valid and is its own image 0 with an empty
+    /// crossing mask, as [`wrap_box`](Self::wrap_box)'s fast path decides
+    /// it: along every periodic axis `lo ≤ min ≤ max < hi` and
+    /// `max − min < L/2`, along every other axis `min ≤ max`, both finite.
+    /// (A box for which this is `false` goes through the general path,
+    /// which translates it, crosses a face or refuses it.)
+    #[inline(always)]
+    pub(crate) fn is_own_image(&self, b: &P::Aabb) -> bool {
+        let (lo, hi) = (b.min(), b.max());
+        (0..P::DIM).all(|k| {
+            let (a, z) = (lo.coord(k), hi.coord(k));
+            if self.is_periodic_axis(k) {
+                // Finite and ordered by the comparisons themselves (`lo`
+                // and `hi` of the domain are finite; NaN compares false).
+                a >= self.lo.coord(k)
+                    && a <= z
+                    && z < self.hi.coord(k)
+                    && z - a < self.half.coord(k)
+            } else {
+                a.is_finite() && z.is_finite() && a <= z
+            }
+        })
+    }
+
+    /// [`wrap_box`](Self::wrap_box) past its fast path (out of line); the
+    /// same result as `wrap_box` for any box (the general path keeps a box
+    /// that is its own image 0 as it is).
+    #[inline(never)]
+    fn wrap_box_general(&self, b: &P::Aabb) -> Result<(P::Aabb, u8), Error> {
         b.check()?;
         if self.axes() == 0 {
             return Ok((*b, 0));
         }
         let (lo, hi) = (b.min(), b.max());
-        // Fast path, most boxes: inside `[lo, hi)` and short enough along
-        // every periodic axis; the general path below gives the same box.
-        let inside = (0..P::DIM).all(|k| {
-            !self.is_periodic_axis(k) || {
-                let (a, z) = (lo.coord(k), hi.coord(k));
-                a >= self.lo.coord(k) && z < self.hi.coord(k) && z - a < self.half.coord(k)
-            }
-        });
-        if inside {
-            return Ok((*b, 0));
-        }
         let mut min = [0.0f32; 3];
         let mut max = [0.0f32; 3];
         let mut crossing = 0u8;
@@ -214,11 +242,6 @@ impl<B: BoundingBox> Default for PeriodicSlot<B> {
     }
 }
 
-/// Updates per batch handed to the inner structure's `update_many` by
-/// [`PeriodicBroadPhase`]'s (a stack buffer of this many `(u32, B)`: 896
-/// bytes in 3D).
-pub const UPDATE_BATCH: usize = 32;
-
 /// The subsets of `mask` in increasing order, `0` first.
 fn subsets(mask: u8) -> impl Iterator<Item = u8> {
     let mut next = Some(0u8);
@@ -244,7 +267,8 @@ fn subsets(mask: u8) -> impl Iterator<Item = u8> {
 /// the boxes.
 ///
 /// Costs: each operation is the inner structure's, once per image;
-/// pairs and queries add an integer division per reported image pair.
+/// pairs and queries add a comparison per reported image pair (and up to
+/// `2^DIM − 1` subtractions for an image besides image 0).
 ///
 /// # Example
 ///
@@ -339,17 +363,40 @@ where
         id + u32::from(k) * self.cap
     }
 
-    /// Splits an inner id into `(id, k)`. Image 0 (most ids) without a
+    /// Splits an inner id into `(id, k)`: image 0 (most ids) with one
+    /// comparison, image `k` with `k` subtractions (`k < 2^DIM ≤ 8`), no
     /// division.
     #[inline(always)]
     fn split(cap: u32, inner: u32) -> (u32, u8) {
-        if inner < cap {
-            (inner, 0)
-        } else {
-            // `cap == 0` stores nothing, so never gets here; a division
-            // that cannot panic anyway.
-            let k = inner.checked_div(cap).unwrap_or(0);
-            (inner - k * cap, k as u8)
+        let (mut i, mut k) = (inner, 0u8);
+        // `cap == 0` stores nothing; the bound on `k` keeps the loop finite
+        // for any input anyway.
+        while i >= cap && k < 1 << B::Point::DIM {
+            i -= cap;
+            k += 1;
+        }
+        (i, k)
+    }
+
+    /// The crossing mask of a stored `id` (its slot's byte, not its box).
+    #[inline(always)]
+    fn images_of(&self, id: u32) -> Result<u8, Error> {
+        if id >= self.cap {
+            return Err(Error::IdOutOfRange { id });
+        }
+        match self.slots.as_ref().get(id as usize) {
+            Some(s) if s.images != ABSENT => Ok(s.images),
+            _ => Err(Error::UnknownId { id }),
+        }
+    }
+
+    /// The pair filter for a pair of inner ids not both images 0: `(i, j)`
+    /// when `ka & kb == 0` and `i ≠ j`.
+    #[inline(never)]
+    fn image_pair<F: FnMut(u32, u32)>(cap: u32, a: u32, b: u32, f: &mut F) {
+        let ((i, ka), (j, kb)) = (Self::split(cap, a), Self::split(cap, b));
+        if ka & kb == 0 && i != j {
+            f(i, j);
         }
     }
 
@@ -392,25 +439,34 @@ where
     /// [`BroadPhase::update`].
     fn update_box(&mut self, id: u32, aabb: B) -> Result<(), Error> {
         let (old, oc) = self.slot(id)?;
-        let (b0, nc) = self.domain.wrap_box(&aabb)?;
+        if oc == 0 && self.domain.is_own_image(&aabb) {
+            // Most boxes: image 0 only, before and after, the box itself.
+            self.inner.update(id, aabb)?;
+            self.set_slot(id, PeriodicSlot { aabb, images: 0 });
+            return Ok(());
+        }
+        let (b0, nc) = self.domain.wrap_box_general(&aabb)?;
         self.move_images(id, &old, oc, &b0, nc)?;
         self.set_slot(id, PeriodicSlot { aabb, images: nc });
         Ok(())
     }
 
-    /// Applies a batch of image-0-only updates (`images`, the inner ids
-    /// and images of the caller's `given` updates) through the inner
-    /// structure's `update_many`; if it refuses, applies `given` one by one
-    /// (an element the inner structure already applied is rewritten with
-    /// the same box), stopping at the first failure.
-    fn flush(&mut self, images: &[(u32, B)], given: &[(u32, B)]) -> Result<(), Error> {
-        if self.inner.update_many(images).is_ok() {
-            for &(id, aabb) in given {
+    /// Applies `run`, updates of boxes that are their own image 0 before
+    /// and after (inner ids = ids, images = the caller's boxes), through the
+    /// inner structure's `update_many` in one call; if it refuses, applies
+    /// them one by one (an element the inner structure already applied is
+    /// rewritten with the same box), stopping at the first failure.
+    fn update_run(&mut self, run: &[(u32, B)]) -> Result<(), Error> {
+        if run.is_empty() {
+            return Ok(());
+        }
+        if self.inner.update_many(run).is_ok() {
+            for &(id, aabb) in run {
                 self.set_slot(id, PeriodicSlot { aabb, images: 0 });
             }
             return Ok(());
         }
-        for &(id, aabb) in given {
+        for &(id, aabb) in run {
             self.update_box(id, aabb)?;
         }
         Ok(())
@@ -476,7 +532,7 @@ where
     /// [`Error::OutOfRange`], then the inner structure's errors; nothing
     /// changes on error (images already inserted are removed).
     fn insert(&mut self, id: u32, aabb: B) -> Result<(), Error> {
-        match self.slot(id) {
+        match self.images_of(id) {
             Err(Error::UnknownId { .. }) => {}
             Err(e) => return Err(e),
             Ok(_) => {
@@ -484,7 +540,15 @@ where
                 return Err(Error::DuplicateId { id });
             }
         }
-        let (b0, crossing) = self.domain.wrap_box(&aabb)?;
+        if self.domain.is_own_image(&aabb) {
+            // Most boxes: image 0 is the box itself, no other image (the box
+            // is used in place, not copied out of `wrap_box`'s result).
+            self.inner.insert(id, aabb)?;
+            self.set_slot(id, PeriodicSlot { aabb, images: 0 });
+            self.len += 1;
+            return Ok(());
+        }
+        let (b0, crossing) = self.domain.wrap_box_general(&aabb)?;
         self.insert_images(id, &b0, crossing)?;
         self.set_slot(
             id,
@@ -514,47 +578,29 @@ where
     /// an inner error stops at that element (it is undone, those before it
     /// stay applied).
     ///
-    /// Runs of boxes with image 0 only, before and after (most boxes), go
-    /// to the inner structure's own `update_many` in batches of
-    /// [`UPDATE_BATCH`] (a stack buffer); if a batch is refused, its
-    /// elements are applied one by one as `update`, which
-    /// stops at the failing one.
+    /// Runs of boxes that are their own image 0 before and after (most
+    /// boxes: inside the domain, crossing no face) go to the inner
+    /// structure's own `update_many` as the caller's slice itself, in one
+    /// call per run (no copy: their inner ids are their ids); if a run is
+    /// refused, its elements are applied one by one as `update`, which
+    /// stops at the failing one. Other boxes are updated one by one.
     fn update_many(&mut self, updates: &[(u32, B)]) -> Result<(), Error> {
         for &(id, aabb) in updates {
-            self.slot(id)?;
-            self.domain.wrap_box(&aabb)?;
-        }
-        let mut batch = [(0u32, B::ZERO); UPDATE_BATCH];
-        let (mut n, mut from) = (0usize, 0usize);
-        for (x, &(id, aabb)) in updates.iter().enumerate() {
-            let (_, oc) = self.slot(id)?;
-            let (b0, nc) = self.domain.wrap_box(&aabb)?;
-            if oc | nc == 0 {
-                if n == 0 {
-                    from = x;
-                }
-                if let Some(e) = batch.get_mut(n) {
-                    *e = (id, b0);
-                }
-                n += 1;
-                if n == UPDATE_BATCH {
-                    self.flush(&batch, updates.get(from..=x).unwrap_or_default())?;
-                    n = 0;
-                }
-            } else {
-                if n > 0 {
-                    let given = updates.get(from..x).unwrap_or_default();
-                    self.flush(batch.get(..n).unwrap_or_default(), given)?;
-                    n = 0;
-                }
-                self.update_box(id, aabb)?;
+            self.images_of(id)?;
+            if !self.domain.is_own_image(&aabb) {
+                self.domain.wrap_box_general(&aabb)?;
             }
         }
-        if n > 0 {
-            let given = updates.get(from..).unwrap_or_default();
-            self.flush(batch.get(..n).unwrap_or_default(), given)?;
+        let mut from = 0usize;
+        for (x, &(id, aabb)) in updates.iter().enumerate() {
+            if self.images_of(id) == Ok(0) && self.domain.is_own_image(&aabb) {
+                continue;
+            }
+            self.update_run(updates.get(from..x).unwrap_or_default())?;
+            self.update_box(id, aabb)?;
+            from = x + 1;
         }
-        Ok(())
+        self.update_run(updates.get(from..).unwrap_or_default())
     }
 
     fn remove(&mut self, id: u32) -> Result<B, Error> {
@@ -586,9 +632,13 @@ where
     fn for_each_overlap<F: FnMut(u32, u32)>(&mut self, mut f: F) -> Result<(), Error> {
         let cap = self.cap;
         self.inner.for_each_overlap(|a, b| {
-            let ((i, ka), (j, kb)) = (Self::split(cap, a), Self::split(cap, b));
-            if ka & kb == 0 && i != j {
-                f(i, j);
+            // Two images 0 (most pairs): distinct ids, reported as they are.
+            // The rest out of line, so that the inner structure's loop
+            // carries only this test.
+            if a.max(b) < cap {
+                f(a, b);
+            } else {
+                Self::image_pair(cap, a, b, &mut f);
             }
         })
     }
@@ -606,9 +656,14 @@ where
         for kq in subsets(crossing) {
             let q = self.domain.shift_box(&q0, kq);
             self.inner.query(&q, |a| {
-                let (i, ka) = Self::split(cap, a);
-                if ka & kq == 0 {
-                    f(i);
+                // Image 0 (most ids) counts for every query image.
+                if a < cap {
+                    f(a);
+                } else {
+                    let (i, ka) = Self::split(cap, a);
+                    if ka & kq == 0 {
+                        f(i);
+                    }
                 }
             })?;
         }
@@ -636,9 +691,10 @@ where
     {
         let cap = self.cap;
         self.inner.par_for_each_overlap(exec, sinks, |s, a, b| {
-            let ((i, ka), (j, kb)) = (Self::split(cap, a), Self::split(cap, b));
-            if ka & kb == 0 && i != j {
-                f(s, i, j);
+            if a.max(b) < cap {
+                f(s, a, b);
+            } else {
+                Self::image_pair(cap, a, b, &mut |i, j| f(s, i, j));
             }
         })
     }
@@ -803,6 +859,56 @@ mod tests {
         assert_eq!(bp.remove(2), Ok(b3([10.2; 3], [10.4; 3])));
         assert_eq!(bp.box_count(), 2);
         bp.validate().unwrap();
+    }
+
+    #[test]
+    fn update_many_runs_around_crossing_boxes_and_repeated_ids() {
+        let d = PeriodicBox::all(Vec2::ZERO, Vec2::new(10.0, 10.0)).unwrap();
+        let inner = BruteForceBroadPhase::new([BruteSlot::<Aabb2>::EMPTY; 32]);
+        let mut bp = PeriodicBroadPhase::new(inner, d, [PeriodicSlot::EMPTY; 8]).unwrap();
+        let b = |x: f32, y: f32| Aabb2::new(Vec2::new(x, y), Vec2::new(x + 1.0, y + 1.0)).unwrap();
+        for id in 0..6 {
+            bp.insert(id, b(id as f32, 1.0)).unwrap();
+        }
+        // Own images, a crossing box, a translated box, one id three times
+        // (own image, crossing, own image again), own images after.
+        let ups = [
+            (0, b(0.5, 2.0)),
+            (1, b(9.5, 2.0)),
+            (2, b(-3.0, 2.0)),
+            (3, b(4.0, 4.0)),
+            (3, b(9.6, 9.6)),
+            (3, b(4.5, 4.5)),
+            (4, b(9.2, 4.0)),
+            (5, b(0.1, 2.5)),
+        ];
+        bp.update_many(&ups).unwrap();
+        bp.validate().unwrap();
+        for (id, want) in [(0, b(0.5, 2.0)), (1, b(9.5, 2.0)), (2, b(-3.0, 2.0))] {
+            assert_eq!(bp.get(id), Some(want));
+        }
+        assert_eq!(bp.get(3), Some(b(4.5, 4.5)));
+        // Images: 1 and 4 cross x (2 each), the others 1.
+        assert_eq!(bp.image_count(), 8);
+        let mut pairs = [0u32; 2];
+        bp.for_each_overlap(|a, b| match (a.min(b), a.max(b)) {
+            (0, 1) => pairs[0] += 1, // across x = 10
+            (1, 5) => pairs[1] += 1,
+            _ => {}
+        })
+        .unwrap();
+        assert_eq!(pairs, [1, 1]);
+        // Image ids split back to (id, k) for every k.
+        for k in 0..4u32 {
+            for id in [0u32, 7] {
+                let split = PeriodicBroadPhase::<
+                    Aabb2,
+                    BruteForceBroadPhase<Aabb2, [BruteSlot<Aabb2>; 32]>,
+                    [PeriodicSlot<Aabb2>; 8],
+                >::split(8, id + k * 8);
+                assert_eq!(split, (id, k as u8));
+            }
+        }
     }
 
     #[test]
