@@ -147,21 +147,11 @@ fn threads(c: &mut Criterion) {
 /// search within 1.2× of the non-periodic one.
 fn periodic(c: &mut Criterion) {
     use spatium::table::table_len;
-    use spatium::{NeighborSearch, PeriodicBox, Point, Vec3};
+    use spatium::{NeighborSearch, Vec3};
     for side in [SIDES[0], SIDES[1]] {
         let scene = Scene::new(side, Order::CellOrdered);
         let (n, r) = (scene.points.len(), scene.radius);
-        let (mut lo, mut hi) = (scene.points[0], scene.points[0]);
-        for &p in &scene.points {
-            lo = lo.min(p);
-            hi = hi.max(p);
-        }
-        let spacing = r / 2.0;
-        let plain_box =
-            PeriodicBox::new(lo, hi + Vec3::new(1e-3, 1e-3, 1e-3) * spacing, 0).expect("box");
-        let start = lo - Vec3::new(0.5, 0.5, 0.5) * spacing;
-        let period = Vec3::new(1.0, 1.0, 1.0) * (side as f32 * spacing);
-        let torus = PeriodicBox::all(start, start + period).expect("box");
+        let (plain_box, torus) = scene.periodic_boxes();
         let mut periodic = spatium_host::make::dense(torus, n, r).expect("grid");
         let mut plain = spatium_host::make::dense(plain_box, n, r).expect("grid");
         let mut sorted = spatium_host::make::cell_sorted::<Vec3>(n, table_len(n, 2));

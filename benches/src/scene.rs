@@ -3,7 +3,7 @@
 use core::fmt;
 
 use spatium::table::table_len;
-use spatium::{NeighborSearch, Vec3};
+use spatium::{NeighborSearch, PeriodicBox, Point, Vec3};
 use spatium_host::{Rng, make, scenarios};
 use splashsurf_lib::nalgebra::Vector3;
 
@@ -103,6 +103,25 @@ impl Scene {
     /// Number of particles.
     pub fn n(&self) -> usize {
         self.points.len()
+    }
+
+    /// The boxes of issue 21's periodic comparison: `(plain, torus)`, the
+    /// block's bounds without periodic axes, and a box one spacing longer
+    /// than the lattice (starting half a spacing below it), periodic along
+    /// every axis, so the block meets itself across every face.
+    pub fn periodic_boxes(&self) -> (PeriodicBox<Vec3>, PeriodicBox<Vec3>) {
+        let (mut lo, mut hi) = (self.points[0], self.points[0]);
+        for &p in &self.points {
+            lo = lo.min(p);
+            hi = hi.max(p);
+        }
+        let spacing = self.radius / 2.0;
+        let plain =
+            PeriodicBox::new(lo, hi + Vec3::new(1e-3, 1e-3, 1e-3) * spacing, 0).expect("box");
+        let start = lo - Vec3::new(0.5, 0.5, 0.5) * spacing;
+        let period = Vec3::new(1.0, 1.0, 1.0) * (self.side as f32 * spacing);
+        let torus = PeriodicBox::all(start, start + period).expect("box");
+        (plain, torus)
     }
 }
 

@@ -44,17 +44,9 @@ fn main() {
     BUILD_ONLY.store(what == "build", Ordering::Relaxed);
     let scene = Scene::new(side, Order::CellOrdered);
     let (n, r) = (scene.points.len(), scene.radius);
-    let (mut lo, mut hi) = (scene.points[0], scene.points[0]);
-    for &p in &scene.points {
-        lo = lo.min(p);
-        hi = hi.max(p);
-    }
+    let (plain_box, torus) = scene.periodic_boxes();
     let spacing = r / 2.0;
-    let plain_box =
-        PeriodicBox::new(lo, hi + Vec3::new(1e-3, 1e-3, 1e-3) * spacing, 0).expect("box");
-    let start = lo - Vec3::new(0.5, 0.5, 0.5) * spacing;
-    let period = Vec3::new(1.0, 1.0, 1.0) * (side as f32 * spacing);
-    let torus = PeriodicBox::all(start, start + period).expect("box");
+    let hi = scene.points.iter().fold(scene.points[0], |m, &p| m.max(p));
     let mut periodic = spatium_host::make::dense(torus, n, r).expect("grid");
     let mut plain = spatium_host::make::dense(plain_box, n, r).expect("grid");
     // The torus's box without periodic axes (stretched over the few jittered
