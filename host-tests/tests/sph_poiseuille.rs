@@ -8,7 +8,7 @@
 
 use spatium::sph::walls::{BoundaryParticles, BoundaryState, Face, Slip, TankFaces, box_count};
 use spatium::sph::{EquationOfState, Fluid, ParticleState, SphParams};
-use spatium::{Aabb2, PeriodicBox, Point, Vec2};
+use spatium::{Aabb2, PeriodicBox, Vec2};
 use spatium_host::make::{self, VecDense};
 
 /// Channel width (along y) and period (along x).
