@@ -146,8 +146,9 @@ fn threads(c: &mut Criterion) {
 /// bounds), and the cell-sorted hash. Issue 21's target: the periodic
 /// search within 1.2× of the non-periodic one.
 fn periodic(c: &mut Criterion) {
+    use spatium::Vec3;
     use spatium::table::table_len;
-    use spatium::{NeighborSearch, Vec3};
+    use spatium_benches::scene::{PeriodicWork, periodic_run};
     for side in [SIDES[0], SIDES[1]] {
         let scene = Scene::new(side, Order::CellOrdered);
         let (n, r) = (scene.points.len(), scene.radius);
@@ -162,29 +163,20 @@ fn periodic(c: &mut Criterion) {
                 .sampling_mode(SamplingMode::Flat)
                 .warm_up_time(Duration::from_millis(300))
                 .measurement_time(Duration::from_secs(2));
-            fn run<S: NeighborSearch<Vec3>>(s: &mut S, pts: &[Vec3], r: f32, pairs: bool) -> f64 {
-                s.build(pts, r).expect("build");
-                let mut sum = 0.0f64;
-                if pairs {
-                    s.for_each_pair(|_, _, d2| sum += f64::from(d2));
-                } else {
-                    for i in 0..s.len() as u32 {
-                        s.for_each_neighbor(i, |_, d2| sum += f64::from(d2))
-                            .expect("id");
-                    }
-                }
-                sum
-            }
-            let pairs = what == "pairs";
+            let work = if what == "pairs" {
+                PeriodicWork::Pairs
+            } else {
+                PeriodicWork::Neighbours
+            };
             let pts = &scene.points;
             g.bench_function("dense-periodic", |b| {
-                b.iter(|| black_box(run(&mut periodic, pts, r, pairs)))
+                b.iter(|| black_box(periodic_run(&mut periodic, pts, r, work)))
             });
             g.bench_function("dense", |b| {
-                b.iter(|| black_box(run(&mut plain, pts, r, pairs)))
+                b.iter(|| black_box(periodic_run(&mut plain, pts, r, work)))
             });
             g.bench_function("sorted", |b| {
-                b.iter(|| black_box(run(&mut sorted, pts, r, pairs)))
+                b.iter(|| black_box(periodic_run(&mut sorted, pts, r, work)))
             });
             g.finish();
         }

@@ -125,6 +125,43 @@ impl Scene {
     }
 }
 
+/// What issue 21's periodic comparison times after a build.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PeriodicWork {
+    /// The build alone.
+    Build,
+    /// The build and every pair ([`NeighborSearch::for_each_pair`]).
+    Pairs,
+    /// The build and every particle's neighbours
+    /// ([`NeighborSearch::for_each_neighbor`]).
+    Neighbours,
+}
+
+/// One timed run of the periodic comparison: builds `s` over `points` at
+/// `radius`, then does `work`; returns the sum of the distances found (the
+/// particle count for [`PeriodicWork::Build`]) so the work is not
+/// optimised away and runs can be compared.
+pub fn periodic_run<S: NeighborSearch<Vec3>>(
+    s: &mut S,
+    points: &[Vec3],
+    radius: f32,
+    work: PeriodicWork,
+) -> f64 {
+    s.build(points, radius).expect("build");
+    let mut sum = 0.0f64;
+    match work {
+        PeriodicWork::Build => return s.len() as f64,
+        PeriodicWork::Pairs => s.for_each_pair(|_, _, d2| sum += f64::from(d2)),
+        PeriodicWork::Neighbours => {
+            for i in 0..s.len() as u32 {
+                s.for_each_neighbor(i, |_, d2| sum += f64::from(d2))
+                    .expect("id");
+            }
+        }
+    }
+    sum
+}
+
 /// `points` permuted into the cell order of a [`CellSortedHash`] built once
 /// over them.
 ///

@@ -10,38 +10,21 @@
 //!
 //! `cargo run --release -p spatium-benches --bin dense_probe -- SIDE [pairs|neighbours|build]`
 
-use core::sync::atomic::{AtomicBool, Ordering};
-
 use spatium::table::table_len;
-use spatium::{NeighborSearch, PeriodicBox, Point, Vec3};
+use spatium::{PeriodicBox, Point, Vec3};
 use spatium_benches::measure::{median, time};
+use spatium_benches::scene::{PeriodicWork, periodic_run};
 use spatium_benches::{Order, Scene};
-
-static BUILD_ONLY: AtomicBool = AtomicBool::new(false);
-
-fn run<S: NeighborSearch<Vec3>>(s: &mut S, pts: &[Vec3], r: f32, pairs: bool) -> f64 {
-    s.build(pts, r).expect("build");
-    let mut sum = 0.0f64;
-    if BUILD_ONLY.load(Ordering::Relaxed) {
-        return s.len() as f64;
-    }
-    if pairs {
-        s.for_each_pair(|_, _, d2| sum += f64::from(d2));
-    } else {
-        for i in 0..s.len() as u32 {
-            s.for_each_neighbor(i, |_, d2| sum += f64::from(d2))
-                .expect("id");
-        }
-    }
-    sum
-}
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let side: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(22);
     let what = args.get(2).map_or("pairs", String::as_str);
-    let pairs = what != "neighbours";
-    BUILD_ONLY.store(what == "build", Ordering::Relaxed);
+    let work = match what {
+        "neighbours" => PeriodicWork::Neighbours,
+        "build" => PeriodicWork::Build,
+        _ => PeriodicWork::Pairs,
+    };
     let scene = Scene::new(side, Order::CellOrdered);
     let (n, r) = (scene.points.len(), scene.radius);
     let (plain_box, torus) = scene.periodic_boxes();
@@ -63,10 +46,10 @@ fn main() {
     let mut t = [Vec::new(), Vec::new(), Vec::new(), Vec::new()];
     let mut sums = [0.0; 4];
     for round in 0..13 {
-        let (a, ta) = time(|| run(&mut periodic, pts, r, pairs));
-        let (b, tb) = time(|| run(&mut plain, pts, r, pairs));
-        let (c, tc) = time(|| run(&mut sorted, pts, r, pairs));
-        let (d, td) = time(|| run(&mut same, pts, r, pairs));
+        let (a, ta) = time(|| periodic_run(&mut periodic, pts, r, work));
+        let (b, tb) = time(|| periodic_run(&mut plain, pts, r, work));
+        let (c, tc) = time(|| periodic_run(&mut sorted, pts, r, work));
+        let (d, td) = time(|| periodic_run(&mut same, pts, r, work));
         sums = [a, b, c, d];
         if round >= 2 {
             for (v, x) in t.iter_mut().zip([ta, tb, tc, td]) {

@@ -630,7 +630,11 @@ where
                         out.flush(&parts);
                     }
                     // In place: the ranges beyond an upper face that did not
-                    // fit the copy, and the ranges shifted both ways.
+                    // fit the copy, and the ranges shifted both ways (none
+                    // without periodic axes).
+                    if axes == 0 {
+                        continue;
+                    }
                     let mixed = fwd.iter().filter(|r| {
                         (0..P::DIM).any(|a| r.shift.coord(a) > 0.0)
                             && (0..P::DIM).any(|a| r.shift.coord(a) < 0.0)
