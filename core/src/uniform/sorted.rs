@@ -671,8 +671,8 @@ where
         let (lo, hi) = v.range(s);
         let r2 = self.grid.radius_sq();
         let ids = v.parts.ids();
-        v.parts.for_each_distance(p, lo, hi, |k, d2| {
-            if d2 < r2 && k != skip {
+        v.parts.for_each_within(p, lo, hi, r2, |k, d2| {
+            if k != skip {
                 f(ids[k], d2);
             }
         });

@@ -340,21 +340,21 @@ where
             let k = self.row(c, dy, dz, (-1, 1), &mut runs);
             for run in runs.iter().take(k) {
                 let mut hit = |k: usize, d2: f32| {
-                    if d2 < r2 && k != skip {
+                    if k != skip {
                         f(ids[k], d2);
                     }
                 };
                 if run.shift == P::ZERO {
-                    parts.for_each_distance(p, run.lo, run.hi, hit);
+                    parts.for_each_within(p, run.lo, run.hi, r2, hit);
                     continue;
                 }
                 // Through a face: the query moved where it is the lower
                 // coordinate, the candidates where they are.
                 let (q, t) = PeriodicBox::image(p, run.shift);
                 if t == P::ZERO {
-                    parts.for_each_distance(q, run.lo, run.hi, &mut hit);
+                    parts.for_each_within(q, run.lo, run.hi, r2, &mut hit);
                 } else {
-                    parts.for_each_shifted_distance(q, t, run.lo, run.hi, &mut hit);
+                    parts.for_each_shifted_within(q, t, run.lo, run.hi, r2, &mut hit);
                 }
             }
         }

@@ -80,6 +80,27 @@ pub(super) fn hit_mask(d: &[f32], r2: f32, valid: usize) -> usize {
     (m & keep) as usize
 }
 
+/// Calls `f(base + j, d[j])` for each `j < m` with `d[j] < r2`, in order,
+/// one [`LANES`] group at a time through its hit mask.
+#[inline(always)]
+fn emit_hits(d: &[f32; CHUNK], m: usize, r2: f32, base: usize, f: &mut impl FnMut(usize, f32)) {
+    for (g, lanes) in d.chunks_exact(LANES).enumerate().take(m.div_ceil(LANES)) {
+        let at = g * LANES;
+        let mask = hit_mask(lanes, r2, m - at);
+        if mask == 0 {
+            continue;
+        }
+        let (Some(list), Some(&count)) = (LANE_LISTS.get(mask), BIT_COUNT.get(mask)) else {
+            continue;
+        };
+        for &l in list.iter().take(count as usize) {
+            if let Some(&d2) = lanes.get(l as usize) {
+                f(base + at + l as usize, d2);
+            }
+        }
+    }
+}
+
 /// Candidates one cell's copy of its forward neighbours holds (see
 /// [`Local`]); none on targets without an operating system, whose stacks
 /// are small (the sweeps then read the ranges in place).
@@ -372,6 +393,81 @@ impl<'a, P: Point> Planes<'a, P> {
             }
         }
         true
+    }
+
+    /// Calls `f(k, d²)` for the sorted positions `k` in `lo..hi` within
+    /// `r2` of `p` (`d² < r2`), in order: the distances of a [`CHUNK`] are
+    /// computed together, then each group of [`LANES`] becomes a hit mask
+    /// whose set lanes are visited (no branch per candidate that misses).
+    /// The same hits and distances as filtering
+    /// [`for_each_distance`](Self::for_each_distance).
+    #[inline(always)]
+    pub(super) fn for_each_within(
+        &self,
+        p: P,
+        lo: usize,
+        hi: usize,
+        r2: f32,
+        mut f: impl FnMut(usize, f32),
+    ) {
+        if cfg!(target_os = "none") {
+            for k in lo..hi {
+                let d2 = p.distance_squared(self.pos_or_zero(k));
+                if d2 < r2 {
+                    f(k, d2);
+                }
+            }
+            return;
+        }
+        let mut d = [0.0f32; CHUNK];
+        let mut k = lo;
+        while k < hi {
+            let m = (hi - k).min(CHUNK);
+            self.chunk_distances(p, k, m, &mut d);
+            emit_hits(&d, m, r2, k, &mut f);
+            k += m;
+        }
+    }
+
+    /// [`for_each_within`](Self::for_each_within) with the candidates
+    /// shifted by `t` (see
+    /// [`for_each_shifted_distance`](Self::for_each_shifted_distance)).
+    #[inline(always)]
+    pub(super) fn for_each_shifted_within(
+        &self,
+        p: P,
+        t: P,
+        lo: usize,
+        hi: usize,
+        r2: f32,
+        mut f: impl FnMut(usize, f32),
+    ) {
+        let scalar = |k: usize| {
+            let e = p - (self.pos_or_zero(k) + t);
+            e.dot(e)
+        };
+        if cfg!(target_os = "none") {
+            for k in lo..hi {
+                let d2 = scalar(k);
+                if d2 < r2 {
+                    f(k, d2);
+                }
+            }
+            return;
+        }
+        let mut d = [0.0f32; CHUNK];
+        let mut k = lo;
+        while k < hi {
+            let m = (hi - k).min(CHUNK);
+            let padded = m.div_ceil(LANES) * LANES;
+            if !(padded <= CHUNK && self.shifted_distances_into(p, t, k, &mut d[..padded])) {
+                for (j, dj) in d.iter_mut().enumerate().take(m) {
+                    *dj = scalar(k + j);
+                }
+            }
+            emit_hits(&d, m, r2, k, &mut f);
+            k += m;
+        }
     }
 
     /// Calls `f(k, d²)` for every sorted position `k` in `lo..hi` with the
