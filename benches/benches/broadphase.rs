@@ -41,7 +41,7 @@ use spatium::exec::Padded;
 use spatium::kdtree::{KdBroadPhase, KdConfig, KdRecord, KdSlot};
 use spatium::{
     Aabb3, BroadPhase, BruteForceBroadPhase, HhgConfig, PeriodicBox, PeriodicBroadPhase,
-    PeriodicSlot, Point, Ray, RayCast, RayHit, UpdateStrategy, Vec3,
+    PeriodicImage, PeriodicSlot, Point, Ray, RayCast, RayHit, UpdateStrategy, Vec3,
 };
 use spatium_benches::bp_peers::{ParryBvh, SweepAndPrune};
 use spatium_host::make;
@@ -359,7 +359,7 @@ fn bench_pair<T: BroadPhase<Aabb3> + Send + Sync>(
     grp: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
     name: &str,
     plain: &mut T,
-    periodic: &mut PeriodicBroadPhase<Aabb3, T, Vec<PeriodicSlot<Aabb3>>>,
+    periodic: &mut PeriodicBroadPhase<Aabb3, T, Vec<PeriodicSlot<Aabb3>>, Vec<PeriodicImage>>,
     sets: [&[(u32, Aabb3)]; 2],
     boxes: &[Aabb3],
 ) {
@@ -408,17 +408,21 @@ fn bench_periodic(c: &mut Criterion) {
         let mut grp = c.benchmark_group(format!("periodic/{n}"));
         grp.sample_size(10).measurement_time(Duration::from_secs(3));
         // Room for the images: a unit cube in a period L has (1 + 1/L)³
-        // images on average; 1.5 n is generous for both sizes.
+        // images on average; 1.5 n (a pool of n / 2 extra images) is
+        // generous for both sizes.
         let images = n + n / 2;
         let slots = || vec![PeriodicSlot::EMPTY; n];
+        let pool = || vec![PeriodicImage::EMPTY; images - n];
         let mut plain = hhg_for(n, n);
         // The same arena as the plain grid: one sized for more boxes gets
         // larger cell tables (a different grid, not the adapter's cost).
-        let mut periodic = PeriodicBroadPhase::new(hhg_for(8 * n, n), domain, slots()).unwrap();
+        let mut periodic =
+            PeriodicBroadPhase::new(hhg_for(images, n), domain, slots(), pool()).unwrap();
         bench_pair(&mut grp, "hhg", &mut plain, &mut periodic, sets, &start);
         drop((plain, periodic));
         let mut plain = kd_for(n, n);
-        let mut periodic = PeriodicBroadPhase::new(kd_for(8 * n, images), domain, slots()).unwrap();
+        let mut periodic =
+            PeriodicBroadPhase::new(kd_for(images, images), domain, slots(), pool()).unwrap();
         bench_pair(&mut grp, "kdtree", &mut plain, &mut periodic, sets, &start);
         grp.finish();
     }

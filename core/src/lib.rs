@@ -133,7 +133,7 @@ pub use hhg::{HhgConfig, HhgRecord, HhgSlot, HhgStats, HierarchicalHashGrid, Upd
 pub use inspect::{BruteStats, Inspect, SearchStats};
 pub use kdtree::{KdBroadPhase, KdConfig, KdRecord, KdSlot, KdStats, LinearKdTree};
 pub use pair_cache::{NeighborPair, PairCache, PairCacheStats, VerletCache};
-pub use periodic::{PeriodicBox, PeriodicBroadPhase, PeriodicSlot};
+pub use periodic::{PeriodicBox, PeriodicBroadPhase, PeriodicImage, PeriodicSlot};
 pub use ray::{Ray, RayCast, RayHit};
 pub use sph::boundary::{Obstacle, Obstacles};
 pub use sph::{Fluid, FluidStats, ParticleState, SphParams};

@@ -288,7 +288,7 @@ impl<P: Point> PeriodicBox<P> {
 }
 
 mod broad;
-pub use broad::{PeriodicBroadPhase, PeriodicSlot};
+pub use broad::{PeriodicBroadPhase, PeriodicImage, PeriodicSlot};
 
 #[cfg(test)]
 mod tests {

@@ -16,7 +16,9 @@
 //! for the period, non-finite, inverted, far away; duplicate and
 //! out-of-range ids), judged after every operation by the periodic
 //! brute-force oracle (`PeriodicOracle`), exactly as the property tests
-//! (`periodic_broad.rs`) judge theirs.
+//! (`periodic_broad.rs`) judge theirs; half the inputs give the adapter a
+//! small image pool (0 to 7 entries), whose refusals (`CapacityExceeded`)
+//! must change nothing.
 
 #![no_main]
 
@@ -24,7 +26,7 @@ use arbitrary::{Arbitrary, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use spatium::uniform::{DenseGrid, SortedParticle};
 use spatium::{Aabb2, Aabb3, BruteForceNeighbors, NeighborSearch, PeriodicBox, Point, Vec2, Vec3};
-use spatium::{PeriodicBroadPhase, PeriodicSlot};
+use spatium::{PeriodicBroadPhase, PeriodicImage, PeriodicSlot};
 use spatium_host::boxes::TestBox;
 use spatium_host::runtime::{BroadKind, Named};
 use spatium_host_tests::periodic_model::{self, CAPACITY, PeriodicOp, PeriodicOracle};
@@ -37,12 +39,14 @@ const MAX_OPS: usize = 64;
 #[derive(Arbitrary, Debug)]
 enum Case {
     /// The periodic broad phase: inner kind (index into
-    /// `BroadKind::NAMES`), 3D or 2D, the mask of periodic axes, and the
-    /// operations.
+    /// `BroadKind::NAMES`), 3D or 2D, the mask of periodic axes, the image
+    /// pool (even: room for every id at a corner; odd: `pool / 2 % 8`
+    /// entries), and the operations.
     Broad {
         kind: u8,
         three_d: bool,
         mask: u8,
+        pool: u8,
         ops: Vec<PeriodicOp>,
     },
     /// The dense periodic grid: 3D or 2D, the mask, the builds.
@@ -159,12 +163,22 @@ fn search<P: Point>(mask: u8, builds: &[Build]) {
     }
 }
 
-fn broad<B: TestBox>(kind: BroadKind, mask: u8, ops: &[PeriodicOp]) {
+fn broad<B: TestBox>(kind: BroadKind, mask: u8, pool: u8, ops: &[PeriodicOp]) {
     let domain = periodic_model::domain::<B::Point>(mask);
-    let inner = registry::broad::<B>(kind, CAPACITY << B::Point::DIM);
-    let Ok(mut t) =
-        PeriodicBroadPhase::new(inner, domain, vec![PeriodicSlot::<B>::EMPTY; CAPACITY])
-    else {
+    // Half the inputs: a pool for every id at a corner (never full); the
+    // others: 0 to 7 entries (full pools refuse crossing boxes).
+    let pool = if pool & 1 == 0 {
+        CAPACITY * ((1 << B::Point::DIM) - 1)
+    } else {
+        usize::from(pool >> 1) % 8
+    };
+    let inner = registry::broad::<B>(kind, CAPACITY + pool);
+    let Ok(mut t) = PeriodicBroadPhase::new(
+        inner,
+        domain,
+        vec![PeriodicSlot::<B>::EMPTY; CAPACITY],
+        vec![PeriodicImage::EMPTY; pool],
+    ) else {
         panic!("{}: construction refused", registry::broad_name::<B>(kind));
     };
     let mut o = PeriodicOracle::<B>::new(domain, CAPACITY);
@@ -198,13 +212,14 @@ fuzz_target!(|data: &[u8]| {
             kind,
             three_d,
             mask,
+            pool,
             ops,
         } => {
             let kind = BroadKind::NAMES[usize::from(kind) % BroadKind::NAMES.len()].1;
             if three_d {
-                broad::<Aabb3>(kind, mask, &ops);
+                broad::<Aabb3>(kind, mask, pool, &ops);
             } else {
-                broad::<Aabb2>(kind, mask, &ops);
+                broad::<Aabb2>(kind, mask, pool, &ops);
             }
         }
     }

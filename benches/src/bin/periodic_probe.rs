@@ -5,25 +5,30 @@
 //! all pairs, `update_many` of every box, all pairs. Configurations:
 //!
 //! * `plain`: the structure with ids below N;
-//! * `plain-8N`: the same structure with ids below 8N (the adapter's inner
-//!   id space), no adapter;
+//! * `plain-8N`: the same structure with ids below 8N (the inner id space
+//!   of the adapter's former layout, `i + k·N`), no adapter;
 //!
 //! (the grids get the same arena in every configuration: an arena sized for
 //! more boxes gives the grid larger cell tables, which is not the adapter's
 //! cost);
 //! * `adapter-none`: the adapter with no periodic axis (no images);
-//! * `periodic`: the adapter, periodic along every axis;
+//! * `periodic`: the adapter, periodic along every axis (inner ids below
+//!   1.5N: the N ids and an image pool of N/2);
 //! * `images`: no adapter, the plain structure given the images themselves
 //!   under compact ids (`0..` in order of `(id, k)`; the floor for any id
 //!   layout: the inner structure's own work on the images);
-//! * `images-8N`: the same with the adapter's ids `i + k·N` (ids below 8N).
+//! * `images-8N`: the same with the former layout's ids `i + k·N` (ids
+//!   below 8N).
 //!
 //! `cargo run --release -p spatium-benches --bin periodic_probe`
 
 use std::time::Instant;
 
 use spatium::kdtree::{KdBroadPhase, KdConfig, KdRecord, KdSlot};
-use spatium::{Aabb3, BroadPhase, HhgConfig, PeriodicBox, PeriodicBroadPhase, PeriodicSlot, Vec3};
+use spatium::{
+    Aabb3, BroadPhase, HhgConfig, PeriodicBox, PeriodicBroadPhase, PeriodicImage, PeriodicSlot,
+    Vec3,
+};
 use spatium_host::make;
 use spatium_host::scenarios::moving_cubes;
 
@@ -211,6 +216,7 @@ fn main() {
             .collect();
         let im = n + n / 2;
         let slots = || vec![PeriodicSlot::EMPTY; n];
+        let pool = || vec![PeriodicImage::EMPTY; im - n];
         for name in ["hhg", "kdtree"] {
             let mut runs: Vec<(&str, Box<dyn Run>)> = if name == "hhg" {
                 vec![
@@ -219,13 +225,15 @@ fn main() {
                     (
                         "adapter-none",
                         Box::new(
-                            PeriodicBroadPhase::new(hhg(8 * n, n), PeriodicBox::NONE, slots())
+                            PeriodicBroadPhase::new(hhg(im, n), PeriodicBox::NONE, slots(), pool())
                                 .unwrap(),
                         ),
                     ),
                     (
                         "periodic",
-                        Box::new(PeriodicBroadPhase::new(hhg(8 * n, n), all, slots()).unwrap()),
+                        Box::new(
+                            PeriodicBroadPhase::new(hhg(im, n), all, slots(), pool()).unwrap(),
+                        ),
                     ),
                     ("images", Box::new(imaged(hhg(im, n), &all, &a, &b, true))),
                     (
@@ -240,13 +248,15 @@ fn main() {
                     (
                         "adapter-none",
                         Box::new(
-                            PeriodicBroadPhase::new(kd(8 * n, im), PeriodicBox::NONE, slots())
+                            PeriodicBroadPhase::new(kd(im, im), PeriodicBox::NONE, slots(), pool())
                                 .unwrap(),
                         ),
                     ),
                     (
                         "periodic",
-                        Box::new(PeriodicBroadPhase::new(kd(8 * n, im), all, slots()).unwrap()),
+                        Box::new(
+                            PeriodicBroadPhase::new(kd(im, im), all, slots(), pool()).unwrap(),
+                        ),
                     ),
                     ("images", Box::new(imaged(kd(im, im), &all, &a, &b, true))),
                     (

@@ -10,11 +10,14 @@
 //! upper face (`max ≥ hi`) it also has an image shifted by `−L`. Image `k`,
 //! a bit mask of axes, is image 0 shifted by `−L` along the axes of `k`
 //! ([`PeriodicBox::shift_box`]); it exists for every `k` that is a subset
-//! of the box's *crossing mask*. Image `k` of the adapter's id `i` is
-//! stored in the inner structure under the id `i + k · cap`, `cap` the
-//! adapter's id capacity. In practice only boxes at the upper faces have
-//! images besides image 0: a cube of edge `s` in a period `L` has on
-//! average `(1 + s/L)^p` images.
+//! of the box's *crossing mask*. Image 0 of the adapter's id `i` is stored
+//! in the inner structure under `i` itself; each other image takes an entry
+//! `x` of the adapter's *image pool* and is stored under `cap + x`, `cap`
+//! the adapter's id capacity; the entry records the id and the image's
+//! mask `k`. In practice only boxes at the upper faces have images besides
+//! image 0: a cube of edge `s` in a period `L` has on average `(1 + s/L)^p`
+//! images, so the pool is small and the inner structure's ids stay dense
+//! (below `cap + pool`).
 //!
 //! # Periodic overlap
 //!
@@ -26,9 +29,12 @@
 //!
 //! # Each pair exactly once: the integer rule
 //!
-//! The inner structure reports pairs of images `(i + ka·cap, j + kb·cap)`;
-//! the adapter reports `(i, j)` only when `i ≠ j` and `ka & kb == 0` (no
-//! axis along which both images are shifted). This reports every
+//! The inner structure reports pairs of images, image `ka` of `i` and
+//! image `kb` of `j` (ids below `cap` are images 0; above, the pool entry
+//! gives the id and the mask); the adapter reports `(i, j)` only when
+//! `i ≠ j` and `ka & kb == 0` (no axis along which both images are
+//! shifted). Two images 0 (both inner ids below `cap`) pass with that one
+//! comparison. This reports every
 //! periodically overlapping pair exactly once, and no other pair:
 //!
 //! * Along each axis at most one of the three choices overlaps. Every
@@ -61,9 +67,12 @@
 //! * Boxes (and query boxes) shorter than half the period along every
 //!   periodic axis; longer ones are refused with
 //!   [`Error::PeriodTooShort`].
-//! * The inner structure needs ids below `cap · 2^DIM` (its capacity is
-//!   checked by [`PeriodicBroadPhase::new`]), so `cap · 2^DIM` must stay
+//! * The inner structure needs ids below `cap + pool` (its capacity is
+//!   checked by [`PeriodicBroadPhase::new`]), so `cap + pool` must stay
 //!   below [`crate::ids::MAX_IDS`].
+//! * At most `pool` images besides images 0 at once: an insert or update
+//!   that needs more pool entries than are free is refused with
+//!   [`Error::CapacityExceeded`] and changes nothing.
 
 use crate::error::{Corruption, Error, Validate, ensure};
 use crate::exec::Executor;
@@ -211,32 +220,69 @@ impl<P: Point> PeriodicBox<P> {
 }
 
 /// One id's slot in a [`PeriodicBroadPhase`]: the box as the caller gave
-/// it and the crossing mask of its image 0 (which images are stored).
+/// it and where its images besides image 0 are (none for most boxes).
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct PeriodicSlot<B> {
     aabb: B,
-    /// Crossing mask, or [`ABSENT`].
-    images: u8,
+    /// [`ABSENT`], [`SOLO`] (image 0 only), or the pool index of the first
+    /// entry of the id's chain of extra images.
+    link: u32,
 }
 
-/// `images` of an unused slot.
-const ABSENT: u8 = u8::MAX;
+/// `link` of an unused slot.
+const ABSENT: u32 = u32::MAX;
+/// `link` of a stored id with image 0 only (crossing mask 0).
+const SOLO: u32 = u32::MAX - 1;
+/// The end of a chain (an id's extra images, or the free list).
+const NIL: u32 = u32::MAX;
 
 impl<B: BoundingBox> PeriodicSlot<B> {
     /// An unused slot.
     pub const EMPTY: Self = Self {
         aabb: B::ZERO,
-        images: ABSENT,
+        link: ABSENT,
     };
 
-    fn stored(&self) -> Option<(B, u8)> {
-        (self.images != ABSENT).then_some((self.aabb, self.images))
+    fn stored(&self) -> Option<(B, u32)> {
+        (self.link != ABSENT).then_some((self.aabb, self.link))
     }
 }
 
 impl<B: BoundingBox> Default for PeriodicSlot<B> {
     /// The unused value, [`PeriodicSlot::EMPTY`].
+    fn default() -> Self {
+        Self::EMPTY
+    }
+}
+
+/// One entry of a [`PeriodicBroadPhase`]'s image pool: an image besides
+/// image 0 of some id, stored in the inner structure under the id
+/// `cap + x` (`x` the entry's index in the pool), or a free entry.
+/// 12 bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct PeriodicImage {
+    /// The caller's id whose image this is (0 while free).
+    owner: u32,
+    /// The next entry of the owner's chain, or of the free list; [`NIL`]
+    /// at the end.
+    next: u32,
+    /// The image mask `k` (never 0 in use), 0 while free.
+    mask: u8,
+}
+
+impl PeriodicImage {
+    /// A free entry.
+    pub const EMPTY: Self = Self {
+        owner: 0,
+        next: NIL,
+        mask: 0,
+    };
+}
+
+impl Default for PeriodicImage {
+    /// The free value, [`PeriodicImage::EMPTY`].
     fn default() -> Self {
         Self::EMPTY
     }
@@ -252,73 +298,128 @@ fn subsets(mask: u8) -> impl Iterator<Item = u8> {
     })
 }
 
+/// Inner ids indexed by image mask (`2^DIM ≤ 8` masks).
+type ByMask = [u32; 8];
+
+/// `(id, mask)` of an inner id: image 0 below `cap`, otherwise the pool
+/// entry `inner − cap` (`None` past the pool; never for a stored id).
+#[inline(always)]
+fn resolve(cap: u32, pool: &[PeriodicImage], inner: u32) -> Option<(u32, u8)> {
+    if inner < cap {
+        return Some((inner, 0));
+    }
+    pool.get((inner - cap) as usize).map(|e| (e.owner, e.mask))
+}
+
+/// The pair filter for a pair of inner ids not both images 0: `(i, j)`
+/// when `ka & kb == 0` and `i ≠ j`.
+#[inline(never)]
+fn image_pair<F: FnMut(u32, u32)>(cap: u32, pool: &[PeriodicImage], a: u32, b: u32, f: &mut F) {
+    if let (Some((i, ka)), Some((j, kb))) = (resolve(cap, pool, a), resolve(cap, pool, b))
+        && ka & kb == 0
+        && i != j
+    {
+        f(i, j);
+    }
+}
+
 /// Any broad phase made periodic: boxes in a [`PeriodicBox`] domain overlap
 /// when some periodic images of them overlap (the module documentation
 /// gives the images, the definition and the proof that every pair is
 /// reported exactly once).
 ///
-/// Memory: the inner structure, sized for `cap · 2^DIM` ids (its own
+/// Ids: image 0 of the caller's id `i` is stored in the inner structure
+/// under `i` itself; every other image (only boxes crossing an upper face
+/// have them) takes an entry `x` of the *image pool* and is stored under
+/// `cap + x`. The pool is the caller's storage of [`PeriodicImage`]s; its
+/// length `pool` bounds the images besides images 0 stored at once (a box
+/// crossing `c` faces needs `2^c − 1` entries). The inner structure's ids
+/// are thus dense, below `cap + pool`.
+///
+/// Memory: the inner structure, sized for `cap + pool` ids (its own
 /// formula), plus the adapter's slots, `cap · size_of::<PeriodicSlot<B>>()`
 /// = `cap · (size_of::<B>() + 4)` bytes (28 bytes per id in 3D, 20 in 2D),
-/// which keep each caller's box as given. A box holds `2^c` inner ids, `c`
-/// the number of upper faces it crosses (at most `2^p` for `p` periodic
-/// axes; 1 for most boxes), so the inner structure's occupancy-dependent
-/// storage (pools, arenas, records) needs room for the images, not just
-/// the boxes.
+/// which keep each caller's box as given, plus the pool,
+/// `pool · size_of::<PeriodicImage>()` = `12 · pool` bytes. A cube of edge
+/// `s` in a period `L` has on average `(1 + s/L)^p − 1` extra images (`p`
+/// periodic axes), so `pool ≈ cap · ((1 + s/L)^p − 1)` with a margin is
+/// enough for boxes spread uniformly; `pool = cap · (2^p − 1)` is enough for
+/// any boxes. The inner structure's occupancy-dependent storage (pools,
+/// arenas, records) needs room for the images, not just the boxes.
 ///
-/// Costs: each operation is the inner structure's, once per image;
-/// pairs and queries add a comparison per reported image pair (and up to
-/// `2^DIM − 1` subtractions for an image besides image 0).
+/// Costs: each operation is the inner structure's, once per image, plus
+/// a walk of the id's chain of pool entries (at most `2^DIM − 1`) for a
+/// box with extra images; pairs and queries add a comparison per reported
+/// image pair (and a pool lookup for an image besides image 0).
 ///
 /// # Example
 ///
 /// ```
 /// use spatium::{Aabb2, BroadPhase, BruteForceBroadPhase, BruteSlot, Vec2};
-/// use spatium::periodic::{PeriodicBox, PeriodicBroadPhase, PeriodicSlot};
+/// use spatium::periodic::{PeriodicBox, PeriodicBroadPhase, PeriodicImage, PeriodicSlot};
 ///
 /// let domain = PeriodicBox::all(Vec2::ZERO, Vec2::new(10.0, 10.0))?;
-/// // 4 ids, so the inner structure needs 4 · 2² ids.
-/// let inner = BruteForceBroadPhase::new([BruteSlot::<Aabb2>::EMPTY; 16]);
-/// let mut bp = PeriodicBroadPhase::new(inner, domain, [PeriodicSlot::EMPTY; 4])?;
-/// bp.insert(0, Aabb2::new(Vec2::new(9.5, 9.5), Vec2::new(10.5, 10.5))?)?;
+/// // 4 ids and a pool of 6 extra images: the inner structure needs 4 + 6 ids.
+/// let inner = BruteForceBroadPhase::new([BruteSlot::<Aabb2>::EMPTY; 10]);
+/// let mut bp = PeriodicBroadPhase::new(
+///     inner,
+///     domain,
+///     [PeriodicSlot::EMPTY; 4],
+///     [PeriodicImage::EMPTY; 6],
+/// )?;
+/// bp.insert(0, Aabb2::new(Vec2::new(9.5, 9.5), Vec2::new(10.5, 10.5))?)?; // 3 extra images
 /// bp.insert(1, Aabb2::new(Vec2::new(0.2, 0.2), Vec2::new(1.0, 1.0))?)?; // across the corner
+/// assert_eq!(bp.free_images(), 3);
 /// let mut pairs = 0;
 /// bp.for_each_overlap(|a, b| { assert_eq!((a.min(b), a.max(b)), (0, 1)); pairs += 1 })?;
 /// assert_eq!(pairs, 1);
 /// # Ok::<(), spatium::Error>(())
 /// ```
 #[derive(Clone, Debug)]
-pub struct PeriodicBroadPhase<B: BoundingBox, I, S> {
+pub struct PeriodicBroadPhase<B: BoundingBox, I, S, P> {
     inner: I,
     domain: PeriodicBox<B::Point>,
     slots: S,
+    pool: P,
     /// The id capacity, `slots.len()`.
     cap: u32,
+    /// The first free pool entry, or [`NIL`].
+    free: u32,
+    /// Free pool entries.
+    free_len: u32,
     len: usize,
 }
 
-impl<B, I, S> PeriodicBroadPhase<B, I, S>
+impl<B, I, S, P> PeriodicBroadPhase<B, I, S, P>
 where
     B: BoundingBox,
     I: BroadPhase<B>,
     S: Storage<PeriodicSlot<B>>,
+    P: Storage<PeriodicImage>,
 {
     /// The broad phase `inner` made periodic in `domain`, with ids below
-    /// `slots.len()` (`cap`). The slots are reset to
-    /// [`PeriodicSlot::EMPTY`] (`O(cap)`).
+    /// `slots.len()` (`cap`) and at most `pool.len()` images besides
+    /// images 0 at once. The slots and the pool are reset
+    /// (`O(cap + pool)`).
     ///
     /// # Errors
-    /// [`Error::InvalidStorage`] if `cap · 2^DIM` exceeds the inner
+    /// [`Error::InvalidStorage`] if `cap + pool.len()` exceeds the inner
     /// structure's capacity (or [`crate::ids::MAX_IDS`]), or if `inner`
     /// already holds boxes.
-    pub fn new(inner: I, domain: PeriodicBox<B::Point>, mut slots: S) -> Result<Self, Error> {
+    pub fn new(
+        inner: I,
+        domain: PeriodicBox<B::Point>,
+        mut slots: S,
+        pool: P,
+    ) -> Result<Self, Error> {
         let cap = slots.as_ref().len();
-        let images = cap
-            .checked_mul(1 << B::Point::DIM)
+        let images = pool.as_ref().len();
+        let ids = cap
+            .checked_add(images)
             .filter(|&n| n <= crate::ids::MAX_IDS);
-        if images.is_none_or(|n| n > inner.capacity()) {
+        if ids.is_none_or(|n| n > inner.capacity()) {
             return Err(Error::InvalidStorage {
-                what: "inner capacity below slots · 2^DIM",
+                what: "inner capacity below slots + image pool",
             });
         }
         if inner.box_count() != 0 {
@@ -327,13 +428,33 @@ where
             });
         }
         slots.as_mut().fill(PeriodicSlot::EMPTY);
-        Ok(Self {
+        let mut bp = Self {
             inner,
             domain,
             slots,
+            pool,
             cap: cap as u32,
+            free: NIL,
+            free_len: 0,
             len: 0,
-        })
+        };
+        bp.reset_pool();
+        Ok(bp)
+    }
+
+    /// Every pool entry free, the free list in index order.
+    fn reset_pool(&mut self) {
+        let pool = self.pool.as_mut();
+        let n = pool.len() as u32;
+        for (x, e) in pool.iter_mut().enumerate() {
+            let next = x as u32 + 1;
+            *e = PeriodicImage {
+                next: if next < n { next } else { NIL },
+                ..PeriodicImage::EMPTY
+            };
+        }
+        self.free = if n > 0 { 0 } else { NIL };
+        self.free_len = n;
     }
 
     /// The domain.
@@ -341,14 +462,15 @@ where
         &self.domain
     }
 
-    /// The inner structure (holding the images under ids `i + k · cap`).
+    /// The inner structure (holding images 0 under the caller's ids, the
+    /// other images under `cap + x`, `x` their pool entry).
     pub fn inner(&self) -> &I {
         &self.inner
     }
 
-    /// Gives the inner structure and the slots back.
-    pub fn into_parts(self) -> (I, S) {
-        (self.inner, self.slots)
+    /// Gives the inner structure, the slots and the pool back.
+    pub fn into_parts(self) -> (I, S, P) {
+        (self.inner, self.slots, self.pool)
     }
 
     /// Number of images stored in the inner structure (`box_count()` plus
@@ -357,50 +479,25 @@ where
         self.inner.box_count()
     }
 
-    /// The inner id of image `k` of `id`.
-    #[inline(always)]
-    fn image_id(&self, id: u32, k: u8) -> u32 {
-        id + u32::from(k) * self.cap
+    /// Free entries of the image pool (`pool.len()` minus the images
+    /// besides images 0 stored).
+    pub fn free_images(&self) -> usize {
+        self.free_len as usize
     }
 
-    /// Splits an inner id into `(id, k)`: image 0 (most ids) with one
-    /// comparison, image `k` with `k` subtractions (`k < 2^DIM ≤ 8`), no
-    /// division.
+    /// The link of a stored `id` ([`SOLO`] or its chain's first entry).
     #[inline(always)]
-    fn split(cap: u32, inner: u32) -> (u32, u8) {
-        let (mut i, mut k) = (inner, 0u8);
-        // `cap == 0` stores nothing; the bound on `k` keeps the loop finite
-        // for any input anyway.
-        while i >= cap && k < 1 << B::Point::DIM {
-            i -= cap;
-            k += 1;
-        }
-        (i, k)
-    }
-
-    /// The crossing mask of a stored `id` (its slot's byte, not its box).
-    #[inline(always)]
-    fn images_of(&self, id: u32) -> Result<u8, Error> {
+    fn link_of(&self, id: u32) -> Result<u32, Error> {
         if id >= self.cap {
             return Err(Error::IdOutOfRange { id });
         }
         match self.slots.as_ref().get(id as usize) {
-            Some(s) if s.images != ABSENT => Ok(s.images),
+            Some(s) if s.link != ABSENT => Ok(s.link),
             _ => Err(Error::UnknownId { id }),
         }
     }
 
-    /// The pair filter for a pair of inner ids not both images 0: `(i, j)`
-    /// when `ka & kb == 0` and `i ≠ j`.
-    #[inline(never)]
-    fn image_pair<F: FnMut(u32, u32)>(cap: u32, a: u32, b: u32, f: &mut F) {
-        let ((i, ka), (j, kb)) = (Self::split(cap, a), Self::split(cap, b));
-        if ka & kb == 0 && i != j {
-            f(i, j);
-        }
-    }
-
-    fn slot(&self, id: u32) -> Result<(B, u8), Error> {
+    fn slot(&self, id: u32) -> Result<(B, u32), Error> {
         if id >= self.cap {
             return Err(Error::IdOutOfRange { id });
         }
@@ -417,37 +514,147 @@ where
         }
     }
 
-    /// Inserts the images `k ⊆ crossing` of `id`; on an inner error removes
-    /// those inserted.
-    fn insert_images(&mut self, id: u32, b0: &B, crossing: u8) -> Result<(), Error> {
-        if crossing == 0 {
-            // Most boxes: image 0 only.
-            return self.inner.insert(id, *b0);
+    /// The inner ids of the images of `id` stored from `link`, by mask
+    /// (`ids[0] = id`), and the crossing mask (the union of the chain's
+    /// masks). At most `2^DIM − 1` entries are walked.
+    fn chain(&self, id: u32, link: u32) -> (ByMask, u8) {
+        let mut ids = [NIL; 8];
+        ids[0] = id;
+        let mut crossing = 0u8;
+        let mut x = if link == SOLO { NIL } else { link };
+        let pool = self.pool.as_ref();
+        for _ in 1..1u32 << B::Point::DIM {
+            let Some(e) = pool.get(x as usize) else {
+                break;
+            };
+            if let Some(slot) = ids.get_mut(usize::from(e.mask)) {
+                *slot = self.cap + x;
+            }
+            crossing |= e.mask;
+            x = e.next;
+        }
+        (ids, crossing)
+    }
+
+    /// The first `n` entries of the free list (`n ≤ free_len`, `n < 8`).
+    fn peek_free(&self, n: usize) -> [u32; 8] {
+        let mut out = [NIL; 8];
+        let mut x = self.free;
+        let pool = self.pool.as_ref();
+        for o in out.iter_mut().take(n) {
+            let Some(e) = pool.get(x as usize) else {
+                break;
+            };
+            *o = x;
+            x = e.next;
+        }
+        out
+    }
+
+    /// Takes the first `n` entries off the free list (those
+    /// [`peek_free`](Self::peek_free) gave).
+    fn pop_free(&mut self, n: usize) {
+        for _ in 0..n {
+            match self.pool.as_ref().get(self.free as usize) {
+                Some(e) => {
+                    self.free = e.next;
+                    self.free_len -= 1;
+                }
+                None => break,
+            }
+        }
+    }
+
+    /// Puts the entry of inner id `inner` back on the free list.
+    fn release(&mut self, inner: u32) {
+        let x = inner.wrapping_sub(self.cap);
+        let free = self.free;
+        if let Some(e) = self.pool.as_mut().get_mut(x as usize) {
+            *e = PeriodicImage {
+                next: free,
+                ..PeriodicImage::EMPTY
+            };
+            self.free = x;
+            self.free_len += 1;
+        }
+    }
+
+    /// Writes the chain of `id`'s extra images (`ids` by mask, the masks
+    /// `k ⊆ crossing`, `k ≠ 0`, all taken off the free list) and returns
+    /// its link.
+    fn link_chain(&mut self, id: u32, ids: &ByMask, crossing: u8) -> u32 {
+        let mut head = NIL;
+        let cap = self.cap;
+        let pool = self.pool.as_mut();
+        for k in subsets(crossing).skip(1) {
+            let Some(&inner) = ids.get(usize::from(k)) else {
+                continue;
+            };
+            let x = inner.wrapping_sub(cap);
+            if let Some(e) = pool.get_mut(x as usize) {
+                *e = PeriodicImage {
+                    owner: id,
+                    next: head,
+                    mask: k,
+                };
+                head = x;
+            }
+        }
+        if head == NIL { SOLO } else { head }
+    }
+
+    /// [`Error::CapacityExceeded`] for a full pool.
+    fn pool_full(&self) -> Error {
+        Error::CapacityExceeded {
+            capacity: self.pool.as_ref().len(),
+        }
+    }
+
+    /// Inserts the images `k ⊆ crossing` of `id` (`crossing ≠ 0`) under
+    /// fresh pool entries and returns the link; on an error (a full pool,
+    /// checked first, or the inner structure's) removes those inserted and
+    /// changes nothing.
+    fn insert_images(&mut self, id: u32, b0: &B, crossing: u8) -> Result<u32, Error> {
+        let n = (1usize << crossing.count_ones()) - 1;
+        if n > self.free_len as usize {
+            return Err(self.pool_full());
+        }
+        let fresh = self.peek_free(n);
+        let mut ids = [NIL; 8];
+        ids[0] = id;
+        for (k, &x) in subsets(crossing).skip(1).zip(fresh.iter()) {
+            if let Some(slot) = ids.get_mut(usize::from(k)) {
+                *slot = self.cap + x;
+            }
         }
         for k in subsets(crossing) {
             let image = self.domain.shift_box(b0, k);
-            if let Err(e) = self.inner.insert(self.image_id(id, k), image) {
+            let inner_id = ids.get(usize::from(k)).copied().unwrap_or(NIL);
+            if let Err(e) = self.inner.insert(inner_id, image) {
                 for j in subsets(crossing).take_while(|&j| j != k) {
-                    let _ = self.inner.remove(self.image_id(id, j));
+                    if let Some(&jid) = ids.get(usize::from(j)) {
+                        let _ = self.inner.remove(jid);
+                    }
                 }
                 return Err(e);
             }
         }
-        Ok(())
+        self.pop_free(n);
+        Ok(self.link_chain(id, &ids, crossing))
     }
 
     /// [`BroadPhase::update`].
     fn update_box(&mut self, id: u32, aabb: B) -> Result<(), Error> {
-        let (old, oc) = self.slot(id)?;
-        if oc == 0 && self.domain.is_own_image(&aabb) {
+        let (old, link) = self.slot(id)?;
+        if link == SOLO && self.domain.is_own_image(&aabb) {
             // Most boxes: image 0 only, before and after, the box itself.
             self.inner.update(id, aabb)?;
-            self.set_slot(id, PeriodicSlot { aabb, images: 0 });
+            self.set_slot(id, PeriodicSlot { aabb, link: SOLO });
             return Ok(());
         }
         let (b0, nc) = self.domain.wrap_box_general(&aabb)?;
-        self.move_images(id, &old, oc, &b0, nc)?;
-        self.set_slot(id, PeriodicSlot { aabb, images: nc });
+        let link = self.move_images(id, &old, link, &b0, nc)?;
+        self.set_slot(id, PeriodicSlot { aabb, link });
         Ok(())
     }
 
@@ -462,7 +669,7 @@ where
         }
         if self.inner.update_many(run).is_ok() {
             for &(id, aabb) in run {
-                self.set_slot(id, PeriodicSlot { aabb, images: 0 });
+                self.set_slot(id, PeriodicSlot { aabb, link: SOLO });
             }
             return Ok(());
         }
@@ -472,48 +679,102 @@ where
         Ok(())
     }
 
-    /// Moves `id` from the images of `old` (crossing `oc`) to those of
-    /// `b0` (crossing `nc`); on an inner error puts back what it changed.
-    fn move_images(&mut self, id: u32, old: &B, oc: u8, b0: &B, nc: u8) -> Result<(), Error> {
-        if oc | nc == 0 {
-            // Most boxes: image 0 only, before and after.
-            return self.inner.update(id, *b0);
+    /// Moves `id` from the images of `old` (stored from `link`) to those of
+    /// `b0` (crossing `nc`) and returns the new link; on an error (a full
+    /// pool, checked first, or the inner structure's) puts back what it
+    /// changed.
+    ///
+    /// Image `k ⊆ nc` keeps its inner id when the old images had it
+    /// (`k ⊆ oc`, updated); the other new images take first the entries
+    /// of old images that go away (updated to their new box, no inner
+    /// insert or remove), then free entries (inserted); old entries left
+    /// over are removed and freed.
+    fn move_images(&mut self, id: u32, old: &B, link: u32, b0: &B, nc: u8) -> Result<u32, Error> {
+        if link == SOLO && nc == 0 {
+            // Image 0 only, before and after.
+            self.inner.update(id, *b0)?;
+            return Ok(SOLO);
+        }
+        let (old_ids, oc) = self.chain(id, link);
+        // Entries of old images that go away, with their old masks.
+        let mut spare = [(NIL, 0u8); 8];
+        let mut n_spare = 0usize;
+        for j in subsets(oc).filter(|&j| j & !nc != 0) {
+            if let (Some(s), Some(&jid)) = (spare.get_mut(n_spare), old_ids.get(usize::from(j))) {
+                *s = (jid, j);
+                n_spare += 1;
+            }
+        }
+        let n_new = subsets(nc).filter(|&k| k & !oc != 0).count();
+        let need = n_new.saturating_sub(n_spare);
+        if need > self.free_len as usize {
+            return Err(self.pool_full());
+        }
+        let fresh = self.peek_free(need);
+        // New inner ids by mask, and what each replaces: `Some(j)` the old
+        // image `j` (updated), `None` nothing (inserted).
+        let mut ids = [NIL; 8];
+        let mut was = [None::<u8>; 8];
+        let (mut s, mut f) = (0usize, 0usize);
+        for k in subsets(nc) {
+            let (inner_id, from) = if k & !oc == 0 {
+                (old_ids.get(usize::from(k)).copied().unwrap_or(NIL), Some(k))
+            } else if let Some(&(jid, j)) = spare.get(s).filter(|_| s < n_spare) {
+                s += 1;
+                (jid, Some(j))
+            } else {
+                let x = fresh.get(f).copied().unwrap_or(NIL);
+                f += 1;
+                (self.cap.wrapping_add(x), None)
+            };
+            if let (Some(a), Some(w)) = (ids.get_mut(usize::from(k)), was.get_mut(usize::from(k))) {
+                (*a, *w) = (inner_id, from);
+            }
         }
         for k in subsets(nc) {
             let image = self.domain.shift_box(b0, k);
-            let inner_id = self.image_id(id, k);
-            let r = if k & !oc == 0 {
-                self.inner.update(inner_id, image)
-            } else {
-                self.inner.insert(inner_id, image)
+            let ki = usize::from(k);
+            let inner_id = ids.get(ki).copied().unwrap_or(NIL);
+            let r = match was.get(ki).copied().flatten() {
+                Some(_) => self.inner.update(inner_id, image),
+                None => self.inner.insert(inner_id, image),
             };
             if let Err(e) = r {
                 // The old image 0 is recomputed from the caller's box (the
                 // same function of the same box: the same floats).
                 let o0 = self.domain.wrap_box(old).map_or(*old, |(o0, _)| o0);
                 for j in subsets(nc).take_while(|&j| j != k) {
-                    let jid = self.image_id(id, j);
-                    if j & !oc == 0 {
-                        let _ = self.inner.update(jid, self.domain.shift_box(&o0, j));
-                    } else {
-                        let _ = self.inner.remove(jid);
+                    let ji = usize::from(j);
+                    let jid = ids.get(ji).copied().unwrap_or(NIL);
+                    match was.get(ji).copied().flatten() {
+                        Some(m) => {
+                            let _ = self.inner.update(jid, self.domain.shift_box(&o0, m));
+                        }
+                        None => {
+                            let _ = self.inner.remove(jid);
+                        }
                     }
                 }
                 return Err(e);
             }
         }
-        for k in subsets(oc).filter(|&k| k & !nc != 0) {
-            let _ = self.inner.remove(self.image_id(id, k));
+        // The fresh entries off the free list first (`release` pushes onto
+        // it), then the old entries not taken removed and freed.
+        self.pop_free(need);
+        for &(jid, _) in spare.iter().take(n_spare).skip(s) {
+            let _ = self.inner.remove(jid);
+            self.release(jid);
         }
-        Ok(())
+        Ok(self.link_chain(id, &ids, nc))
     }
 }
 
-impl<B, I, S> BroadPhase<B> for PeriodicBroadPhase<B, I, S>
+impl<B, I, S, P> BroadPhase<B> for PeriodicBroadPhase<B, I, S, P>
 where
     B: BoundingBox,
     I: BroadPhase<B> + Send + Sync,
     S: Storage<PeriodicSlot<B>>,
+    P: Storage<PeriodicImage>,
 {
     fn capacity(&self) -> usize {
         self.cap as usize
@@ -529,10 +790,12 @@ where
     /// [`Error::IdOutOfRange`], the box's [`Error::NonFinite`] /
     /// [`Error::InvertedBox`], [`Error::DuplicateId`], then
     /// [`PeriodicBox::wrap_box`]'s [`Error::PeriodTooShort`] /
-    /// [`Error::OutOfRange`], then the inner structure's errors; nothing
-    /// changes on error (images already inserted are removed).
+    /// [`Error::OutOfRange`], then [`Error::CapacityExceeded`] (with the
+    /// pool's length) if the image pool lacks entries for the box's extra
+    /// images, then the inner structure's errors; nothing changes on error
+    /// (images already inserted are removed).
     fn insert(&mut self, id: u32, aabb: B) -> Result<(), Error> {
-        match self.images_of(id) {
+        match self.link_of(id) {
             Err(Error::UnknownId { .. }) => {}
             Err(e) => return Err(e),
             Ok(_) => {
@@ -544,39 +807,40 @@ where
             // Most boxes: image 0 is the box itself, no other image (the box
             // is used in place, not copied out of `wrap_box`'s result).
             self.inner.insert(id, aabb)?;
-            self.set_slot(id, PeriodicSlot { aabb, images: 0 });
+            self.set_slot(id, PeriodicSlot { aabb, link: SOLO });
             self.len += 1;
             return Ok(());
         }
         let (b0, crossing) = self.domain.wrap_box_general(&aabb)?;
-        self.insert_images(id, &b0, crossing)?;
-        self.set_slot(
-            id,
-            PeriodicSlot {
-                aabb,
-                images: crossing,
-            },
-        );
+        let link = if crossing == 0 {
+            self.inner.insert(id, b0)?;
+            SOLO
+        } else {
+            self.insert_images(id, &b0, crossing)?
+        };
+        self.set_slot(id, PeriodicSlot { aabb, link });
         self.len += 1;
         Ok(())
     }
 
     /// Replaces the box of `id`: its images are updated, inserted or
-    /// removed as its crossing mask changes.
+    /// removed as its crossing mask changes (an image that goes away hands
+    /// its pool entry to one that comes).
     ///
     /// # Errors
     /// [`Error::IdOutOfRange`], [`Error::UnknownId`], the box's errors,
-    /// [`Error::PeriodTooShort`] / [`Error::OutOfRange`], the inner
-    /// structure's errors; nothing changes on error (changed images are
-    /// put back).
+    /// [`Error::PeriodTooShort`] / [`Error::OutOfRange`],
+    /// [`Error::CapacityExceeded`] if the image pool lacks entries for the
+    /// new extra images, the inner structure's errors; nothing changes on
+    /// error (changed images are put back).
     fn update(&mut self, id: u32, aabb: B) -> Result<(), Error> {
         self.update_box(id, aabb)
     }
 
     /// As the trait documents: every id and box is checked first (including
     /// [`Error::PeriodTooShort`]), then the updates are applied in order;
-    /// an inner error stops at that element (it is undone, those before it
-    /// stay applied).
+    /// an error of the pool or the inner structure stops at that element
+    /// (it is undone, those before it stay applied).
     ///
     /// Runs of boxes that are their own image 0 before and after (most
     /// boxes: inside the domain, crossing no face) go to the inner
@@ -586,14 +850,14 @@ where
     /// stops at the failing one. Other boxes are updated one by one.
     fn update_many(&mut self, updates: &[(u32, B)]) -> Result<(), Error> {
         for &(id, aabb) in updates {
-            self.images_of(id)?;
+            self.link_of(id)?;
             if !self.domain.is_own_image(&aabb) {
                 self.domain.wrap_box_general(&aabb)?;
             }
         }
         let mut from = 0usize;
         for (x, &(id, aabb)) in updates.iter().enumerate() {
-            if self.images_of(id) == Ok(0) && self.domain.is_own_image(&aabb) {
+            if self.link_of(id) == Ok(SOLO) && self.domain.is_own_image(&aabb) {
                 continue;
             }
             self.update_run(updates.get(from..x).unwrap_or_default())?;
@@ -604,9 +868,16 @@ where
     }
 
     fn remove(&mut self, id: u32) -> Result<B, Error> {
-        let (aabb, crossing) = self.slot(id)?;
-        for k in subsets(crossing) {
-            let _ = self.inner.remove(self.image_id(id, k));
+        let (aabb, link) = self.slot(id)?;
+        let _ = self.inner.remove(id);
+        if link != SOLO {
+            let (ids, crossing) = self.chain(id, link);
+            for k in subsets(crossing).skip(1) {
+                if let Some(&kid) = ids.get(usize::from(k)) {
+                    let _ = self.inner.remove(kid);
+                    self.release(kid);
+                }
+            }
         }
         self.set_slot(id, PeriodicSlot::EMPTY);
         self.len -= 1;
@@ -621,16 +892,18 @@ where
     fn clear(&mut self) {
         self.inner.clear();
         self.slots.as_mut().fill(PeriodicSlot::EMPTY);
+        self.reset_pool();
         self.len = 0;
     }
 
-    /// The inner structure's pairs of images, `(i + ka·cap, j + kb·cap)`
-    /// reported as `(i, j)` when `i ≠ j` and `ka & kb == 0`.
+    /// The inner structure's pairs of images, reported as the pair of their
+    /// ids `(i, j)` when `i ≠ j` and their masks `ka & kb == 0`.
     ///
     /// # Errors
     /// The inner structure's.
     fn for_each_overlap<F: FnMut(u32, u32)>(&mut self, mut f: F) -> Result<(), Error> {
         let cap = self.cap;
+        let pool = self.pool.as_ref();
         self.inner.for_each_overlap(|a, b| {
             // Two images 0 (most pairs): distinct ids, reported as they are.
             // The rest out of line, so that the inner structure's loop
@@ -638,7 +911,7 @@ where
             if a.max(b) < cap {
                 f(a, b);
             } else {
-                Self::image_pair(cap, a, b, &mut f);
+                image_pair(cap, pool, a, b, &mut f);
             }
         })
     }
@@ -653,17 +926,17 @@ where
     fn query<F: FnMut(u32)>(&mut self, aabb: &B, mut f: F) -> Result<(), Error> {
         let (q0, crossing) = self.domain.wrap_box(aabb)?;
         let cap = self.cap;
+        let pool = self.pool.as_ref();
         for kq in subsets(crossing) {
             let q = self.domain.shift_box(&q0, kq);
             self.inner.query(&q, |a| {
                 // Image 0 (most ids) counts for every query image.
                 if a < cap {
                     f(a);
-                } else {
-                    let (i, ka) = Self::split(cap, a);
-                    if ka & kq == 0 {
-                        f(i);
-                    }
+                } else if let Some((i, ka)) = resolve(cap, pool, a)
+                    && ka & kq == 0
+                {
+                    f(i);
                 }
             })?;
         }
@@ -690,67 +963,108 @@ where
         Self: Send + Sync,
     {
         let cap = self.cap;
+        let pool = self.pool.as_ref();
         self.inner.par_for_each_overlap(exec, sinks, |s, a, b| {
             if a.max(b) < cap {
                 f(s, a, b);
             } else {
-                Self::image_pair(cap, a, b, &mut |i, j| f(s, i, j));
+                image_pair(cap, pool, a, b, &mut |i, j| f(s, i, j));
             }
         })
     }
 }
 
-impl<B, I, S> Validate for PeriodicBroadPhase<B, I, S>
+impl<B, I, S, P> Validate for PeriodicBroadPhase<B, I, S, P>
 where
     B: BoundingBox,
     I: BroadPhase<B> + Validate,
     S: Storage<PeriodicSlot<B>>,
+    P: Storage<PeriodicImage>,
 {
-    /// The inner structure's invariants, and for every id: each image
-    /// `k ⊆ crossing` stored under `id + k · cap` exactly as
-    /// [`PeriodicBox::wrap_box`] and [`PeriodicBox::shift_box`] give it, no
-    /// other image stored, the counts agreeing. `O(cap · 2^DIM)`.
+    /// The inner structure's invariants; for every id: image 0 stored
+    /// under the id and each image `k ⊆ crossing`, `k ≠ 0`, under
+    /// `cap + x` for exactly one pool entry `x` of the id's chain (owner
+    /// the id, mask `k`), all exactly as [`PeriodicBox::wrap_box`] and
+    /// [`PeriodicBox::shift_box`] give them; the free list `free_len`
+    /// entries long, ending the list, its entries free and absent from the
+    /// inner structure; every pool entry in exactly one chain or the free
+    /// list (by count); the counts agreeing. `O(cap + pool)`.
     fn validate(&self) -> Result<(), Corruption> {
         const W: &str = "PeriodicBroadPhase";
         self.inner.validate()?;
         let slots = self.slots.as_ref();
+        let pool = self.pool.as_ref();
         ensure(slots.len() == self.cap as usize, W, "cap == slots")?;
         let mut present = 0usize;
         let mut images = 0usize;
+        let mut extra = 0usize;
         for (id, s) in slots.iter().enumerate() {
             let id = id as u32;
-            let Some((b, crossing)) = s.stored() else {
-                for k in 0..1u8 << B::Point::DIM {
-                    ensure(
-                        self.inner.get(self.image_id(id, k)).is_none(),
-                        W,
-                        "no image of an absent id",
-                    )?;
-                }
+            let Some((b, link)) = s.stored() else {
+                ensure(self.inner.get(id).is_none(), W, "no image of an absent id")?;
                 continue;
             };
             present += 1;
             let wrapped = self.domain.wrap_box(&b);
+            let (b0, crossing) = wrapped.unwrap_or((b, 0));
+            ensure(wrapped.is_ok(), W, "a stored box wraps")?;
             ensure(
-                wrapped.is_ok_and(|(_, c)| c == crossing),
+                self.inner.get(id) == Some(b0),
                 W,
-                "crossing mask as wrap_box",
+                "image 0 stored under the id as wrap_box",
             )?;
-            let b0 = wrapped.map_or(b, |(b0, _)| b0);
-            for k in 0..1u8 << B::Point::DIM {
-                let got = self.inner.get(self.image_id(id, k));
-                if k & !crossing == 0 {
-                    images += 1;
-                    ensure(
-                        got == Some(self.domain.shift_box(&b0, k)),
-                        W,
-                        "image k stored as shift_box",
-                    )?;
-                } else {
-                    ensure(got.is_none(), W, "no image beyond the crossing mask")?;
-                }
+            images += 1;
+            // The chain: owner the id, distinct masks within the crossing
+            // mask, all of them, ending in NIL.
+            let mut seen = 0u16;
+            let mut x = if link == SOLO { NIL } else { link };
+            let mut n = 0usize;
+            while x != NIL {
+                ensure(n < (1 << B::Point::DIM) - 1, W, "chain not too long")?;
+                let e = pool.get(x as usize);
+                ensure(e.is_some(), W, "chain entry in the pool")?;
+                let e = e.copied().unwrap_or(PeriodicImage::EMPTY);
+                ensure(e.owner == id, W, "chain entry owned by its id")?;
+                ensure(
+                    e.mask != 0 && e.mask & !crossing == 0,
+                    W,
+                    "chain mask a nonzero subset of the crossing mask",
+                )?;
+                ensure(seen & (1 << e.mask) == 0, W, "chain masks distinct")?;
+                seen |= 1 << e.mask;
+                ensure(
+                    self.inner.get(self.cap + x) == Some(self.domain.shift_box(&b0, e.mask)),
+                    W,
+                    "image k stored as shift_box",
+                )?;
+                n += 1;
+                x = e.next;
             }
+            ensure(
+                n == (1 << crossing.count_ones()) - 1,
+                W,
+                "every image of the crossing mask in the chain",
+            )?;
+            images += n;
+            extra += n;
         }
+        // The free list.
+        let mut x = self.free;
+        let mut n = 0usize;
+        while x != NIL {
+            ensure(n < self.free_len as usize, W, "free list not too long")?;
+            let e = pool.get(x as usize);
+            ensure(e.is_some_and(|e| e.mask == 0), W, "free entry free")?;
+            ensure(
+                self.inner.get(self.cap + x).is_none(),
+                W,
+                "no image under a free entry",
+            )?;
+            n += 1;
+            x = e.map_or(NIL, |e| e.next);
+        }
+        ensure(n == self.free_len as usize, W, "free list free_len long")?;
+        ensure(extra + n == pool.len(), W, "pool entries in use or free")?;
         ensure(present == self.len, W, "present ids == len")?;
         ensure(images == self.inner.box_count(), W, "inner boxes == images")
     }
@@ -809,7 +1123,13 @@ mod tests {
     fn pairs_across_faces_once_and_failures_change_nothing() {
         let d = PeriodicBox::all(Vec3::ZERO, Vec3::new(10.0, 10.0, 10.0)).unwrap();
         let inner = BruteForceBroadPhase::new([BruteSlot::<Aabb3>::EMPTY; 32]);
-        let mut bp = PeriodicBroadPhase::new(inner, d, [PeriodicSlot::EMPTY; 4]).unwrap();
+        let mut bp = PeriodicBroadPhase::new(
+            inner,
+            d,
+            [PeriodicSlot::EMPTY; 4],
+            [PeriodicImage::EMPTY; 28],
+        )
+        .unwrap();
         // Across the corner: all three axes wrap.
         bp.insert(0, b3([9.5, 9.5, 9.5], [10.5, 10.5, 10.5]))
             .unwrap();
@@ -865,7 +1185,13 @@ mod tests {
     fn update_many_runs_around_crossing_boxes_and_repeated_ids() {
         let d = PeriodicBox::all(Vec2::ZERO, Vec2::new(10.0, 10.0)).unwrap();
         let inner = BruteForceBroadPhase::new([BruteSlot::<Aabb2>::EMPTY; 32]);
-        let mut bp = PeriodicBroadPhase::new(inner, d, [PeriodicSlot::EMPTY; 8]).unwrap();
+        let mut bp = PeriodicBroadPhase::new(
+            inner,
+            d,
+            [PeriodicSlot::EMPTY; 8],
+            [PeriodicImage::EMPTY; 24],
+        )
+        .unwrap();
         let b = |x: f32, y: f32| Aabb2::new(Vec2::new(x, y), Vec2::new(x + 1.0, y + 1.0)).unwrap();
         for id in 0..6 {
             bp.insert(id, b(id as f32, 1.0)).unwrap();
@@ -898,27 +1224,27 @@ mod tests {
         })
         .unwrap();
         assert_eq!(pairs, [1, 1]);
-        // Image ids split back to (id, k) for every k.
-        for k in 0..4u32 {
-            for id in [0u32, 7] {
-                let split = PeriodicBroadPhase::<
-                    Aabb2,
-                    BruteForceBroadPhase<Aabb2, [BruteSlot<Aabb2>; 32]>,
-                    [PeriodicSlot<Aabb2>; 8],
-                >::split(8, id + k * 8);
-                assert_eq!(split, (id, k as u8));
-            }
-        }
+        // Two extra images (ids 1 and 4) under pool entries among the first
+        // four (the free list is last in, first out: id 3's three entries
+        // came back and one went to id 4).
+        assert_eq!(bp.free_images(), 22);
+        assert!(bp.inner().ids().all(|i| i < 8 + 4));
     }
 
     #[test]
     fn capacity_rule_and_a_full_inner_structure() {
-        // The inner capacity fits 2 ids · 4 images; a kd-tree-like refusal
-        // is simulated by filling: the inner structure holds exactly 8.
+        // The inner capacity fits 2 ids and 6 extra images: both boxes at
+        // the corner, the inner structure and the pool full.
         let d = PeriodicBox::all(Vec2::ZERO, Vec2::new(4.0, 4.0)).unwrap();
         let inner = BruteForceBroadPhase::new([BruteSlot::<Aabb2>::EMPTY; 8]);
-        assert!(PeriodicBroadPhase::new(inner.clone(), d, [PeriodicSlot::EMPTY; 3]).is_err());
-        let mut bp = PeriodicBroadPhase::new(inner, d, [PeriodicSlot::EMPTY; 2]).unwrap();
+        let pool = [PeriodicImage::EMPTY; 6];
+        assert_eq!(
+            PeriodicBroadPhase::new(inner.clone(), d, [PeriodicSlot::EMPTY; 3], pool).err(),
+            Some(Error::InvalidStorage {
+                what: "inner capacity below slots + image pool"
+            })
+        );
+        let mut bp = PeriodicBroadPhase::new(inner, d, [PeriodicSlot::EMPTY; 2], pool).unwrap();
         let corner = Aabb2::new(Vec2::new(3.5, 3.5), Vec2::new(4.5, 4.5)).unwrap();
         bp.insert(0, corner).unwrap();
         bp.insert(1, corner).unwrap();
@@ -927,6 +1253,143 @@ mod tests {
         assert_eq!(n, 1);
         bp.validate().unwrap();
     }
+    #[test]
+    fn memory_formula_sizes() {
+        // `cap · (size_of::<B>() + 4) + 12 · pool` bytes besides the inner
+        // structure (the rustdoc, README's memory table, ARCHITECTURE.md).
+        assert_eq!(core::mem::size_of::<PeriodicSlot<Aabb3>>(), 24 + 4);
+        assert_eq!(core::mem::size_of::<PeriodicSlot<Aabb2>>(), 16 + 4);
+        assert_eq!(core::mem::size_of::<PeriodicImage>(), 12);
+    }
+
+    #[test]
+    fn a_full_pool_refuses_and_loses_nothing() {
+        let d = PeriodicBox::all(Vec2::ZERO, Vec2::new(10.0, 10.0)).unwrap();
+        let inner = BruteForceBroadPhase::new([BruteSlot::<Aabb2>::EMPTY; 8]);
+        let mut bp = PeriodicBroadPhase::new(
+            inner,
+            d,
+            [PeriodicSlot::EMPTY; 4],
+            [PeriodicImage::EMPTY; 4],
+        )
+        .unwrap();
+        let b = |x: f32, y: f32| Aabb2::new(Vec2::new(x, y), Vec2::new(x + 1.0, y + 1.0)).unwrap();
+        let full = Err(Error::CapacityExceeded { capacity: 4 });
+        bp.insert(0, b(9.5, 9.5)).unwrap(); // 3 extra images
+        bp.insert(1, b(2.0, 9.5)).unwrap(); // 1
+        assert_eq!(bp.free_images(), 0);
+        bp.validate().unwrap();
+        // No entry for a crossing box; a box inside still goes in.
+        assert_eq!(bp.insert(2, b(9.5, 2.0)), full);
+        assert_eq!((bp.get(2), bp.box_count(), bp.image_count()), (None, 2, 6));
+        bp.insert(2, b(5.0, 5.0)).unwrap();
+        // An update that needs more entries than it frees: refused, kept.
+        assert_eq!(bp.update(1, b(9.5, 9.5)), full);
+        assert_eq!(bp.update(2, b(9.5, 5.0)), full);
+        assert_eq!(bp.get(1), Some(b(2.0, 9.5)));
+        assert_eq!(bp.get(2), Some(b(5.0, 5.0)));
+        bp.validate().unwrap();
+        // Across another face: the entry of the image that goes away is
+        // taken by the one that comes (no free entry needed).
+        bp.update(1, b(9.5, 2.0)).unwrap();
+        // Fewer images: entries freed, then taken by another box.
+        bp.update(0, b(9.5, 4.0)).unwrap();
+        assert_eq!(bp.free_images(), 2);
+        bp.update(2, b(4.0, 9.5)).unwrap();
+        assert_eq!(bp.free_images(), 1);
+        // update_many stops at the first refusal, that one undone.
+        assert_eq!(
+            bp.update_many(&[(2, b(4.5, 9.5)), (1, b(9.5, 9.5)), (0, b(1.0, 1.0))]),
+            full
+        );
+        assert_eq!(
+            (bp.get(0), bp.get(1), bp.get(2)),
+            (Some(b(9.5, 4.0)), Some(b(9.5, 2.0)), Some(b(4.5, 9.5)))
+        );
+        bp.validate().unwrap();
+        let mut n = 0;
+        bp.for_each_overlap(|_, _| n += 1).unwrap();
+        assert_eq!(n, 0);
+        // Removal frees the entries.
+        bp.remove(0).unwrap();
+        bp.remove(1).unwrap();
+        assert_eq!(bp.free_images(), 3);
+        bp.update(2, b(9.5, 9.5)).unwrap();
+        assert_eq!(bp.free_images(), 1);
+        bp.validate().unwrap();
+        bp.clear();
+        assert_eq!((bp.free_images(), bp.image_count()), (4, 0));
+        bp.validate().unwrap();
+    }
+
+    #[test]
+    fn boxes_moving_across_faces_reuse_pool_entries() {
+        let d = PeriodicBox::all(Vec3::ZERO, Vec3::new(10.0, 10.0, 10.0)).unwrap();
+        // 4 ids, room for one corner box's 7 extra images at a time.
+        let inner = BruteForceBroadPhase::new([BruteSlot::<Aabb3>::EMPTY; 11]);
+        let mut bp = PeriodicBroadPhase::new(
+            inner,
+            d,
+            [PeriodicSlot::EMPTY; 4],
+            [PeriodicImage::EMPTY; 7],
+        )
+        .unwrap();
+        let c = |x: f32, y: f32, z: f32| b3([x, y, z], [x + 1.0, y + 1.0, z + 1.0]);
+        bp.insert(0, c(5.0, 5.0, 5.0)).unwrap();
+        bp.insert(1, c(9.6, 0.0, 0.0)).unwrap();
+        bp.insert(2, c(3.0, 3.0, 3.0)).unwrap();
+        let spots = [
+            c(9.5, 9.5, 9.5),
+            c(9.5, 2.0, 2.0),
+            c(2.0, 9.5, 9.5),
+            c(5.0, 5.0, 5.0),
+            c(19.7, -0.3, 9.8),
+            c(2.0, 2.0, 9.5),
+        ];
+        for round in 0..30usize {
+            // Box 1 leaves the corner it may hold before box 0 takes it.
+            let s0 = spots[round % spots.len()];
+            let s1 = if round % 2 == 0 {
+                c(9.6, 0.0, 0.0)
+            } else {
+                c(0.0, 9.6, 0.0)
+            };
+            bp.update(1, c(7.0, 7.0, 7.0)).unwrap();
+            bp.update(0, s0).unwrap();
+            let r = bp.update(1, s1);
+            let crossing0 = d.wrap_box(&s0).unwrap().1;
+            if crossing0 == 0b111 {
+                assert_eq!(r, Err(Error::CapacityExceeded { capacity: 7 }));
+                assert_eq!(bp.get(1), Some(c(7.0, 7.0, 7.0)));
+            } else {
+                r.unwrap();
+            }
+            bp.validate().unwrap();
+            let extra = bp.image_count() - bp.box_count();
+            assert_eq!(bp.free_images(), 7 - extra);
+            // Box 0 against box 2 at (3, 3, 3) and box 1: pairs as the
+            // definition gives them (none of these spots overlap).
+            let mut n = 0;
+            bp.for_each_overlap(|_, _| n += 1).unwrap();
+            assert_eq!(n, 0);
+        }
+        // A query over the corner finds the box there once (box 1 inside,
+        // so that box 0 gets all 7 entries).
+        bp.update(1, c(7.0, 7.0, 7.0)).unwrap();
+        bp.update(0, c(9.5, 9.5, 9.5)).unwrap();
+        assert_eq!(bp.free_images(), 0);
+        let mut hits = 0;
+        bp.query(&b3([-0.2; 3], [0.2; 3]), |id| {
+            assert_eq!(id, 0);
+            hits += 1
+        })
+        .unwrap();
+        assert_eq!(hits, 1);
+        bp.remove(0).unwrap();
+        assert_eq!(bp.free_images(), 7 - (bp.image_count() - bp.box_count()));
+        bp.validate().unwrap();
+    }
+
     /// Brute force that refuses (with `OutOfRange`) every box below y = 0:
     /// the images shifted along y.
     struct Picky(BruteForceBroadPhase<Aabb2, [BruteSlot<Aabb2>; 16]>);
@@ -983,7 +1446,13 @@ mod tests {
     fn inner_failures_are_undone() {
         let d = PeriodicBox::all(Vec2::ZERO, Vec2::new(4.0, 4.0)).unwrap();
         let inner = Picky(BruteForceBroadPhase::new([BruteSlot::EMPTY; 16]));
-        let mut bp = PeriodicBroadPhase::new(inner, d, [PeriodicSlot::EMPTY; 4]).unwrap();
+        let mut bp = PeriodicBroadPhase::new(
+            inner,
+            d,
+            [PeriodicSlot::EMPTY; 4],
+            [PeriodicImage::EMPTY; 12],
+        )
+        .unwrap();
         let b = |x: f32, y: f32| Aabb2::new(Vec2::new(x, y), Vec2::new(x + 1.0, y + 1.0)).unwrap();
         // Crossing x and y: images 0 and x go in, y is refused; both undone.
         assert_eq!(bp.insert(0, b(3.5, 3.5)), Err(Error::OutOfRange));
