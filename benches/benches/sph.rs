@@ -133,6 +133,7 @@ fn sph(c: &mut Criterion) {
 /// untimed before each step as in `sph-step`.
 fn walls(c: &mut Criterion) {
     use spatium::sph::walls::{BoundaryParticles, BoundaryState, Slip, TankFaces, box_count};
+    use spatium::{BoundingBox, PeriodicBox, Vec3};
     use spatium_benches::sph_scene::SPH_SPACING;
     let n = SPH_SMALL_SIDE.pow(3);
     let scene = SphScene::new(SPH_SMALL_SIDE).expect("the scene");
@@ -142,29 +143,40 @@ fn walls(c: &mut Criterion) {
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(2));
     let faces = TankFaces::open_top(Slip::NoSlip);
-    for with_walls in [false, true] {
-        let name = if with_walls { "walls" } else { "clamp" };
+    let nb = box_count::<Vec3>(scene.domain, SPH_SPACING, 3, faces).expect("the tank");
+    let mut sorted_walls = BoundaryParticles::new(
+        vec![Vec3::ZERO; nb],
+        vec![BoundaryState::EMPTY; nb],
+        make::cell_sorted::<Vec3>(nb, table_len(nb, TABLE_FACTOR)),
+    );
+    sorted_walls
+        .sample_box(scene.domain, SPH_SPACING, 3, faces)
+        .expect("fits");
+    // The same walls searched by a dense grid over the tank and its layers.
+    let reach = Vec3::new(1.0, 1.0, 1.0) * (3.0 * SPH_SPACING);
+    let around = PeriodicBox::new(scene.domain.min() - reach, scene.domain.max() + reach, 0)
+        .expect("the tank's box");
+    let mut dense_walls = BoundaryParticles::new(
+        vec![Vec3::ZERO; nb],
+        vec![BoundaryState::EMPTY; nb],
+        make::dense::<Vec3>(around, nb, scene.params.h).expect("the grid"),
+    );
+    dense_walls
+        .sample_box(scene.domain, SPH_SPACING, 3, faces)
+        .expect("fits");
+    for name in ["clamp", "walls", "walls-dense"] {
         g.bench_function(name, |b| {
-            let nb =
-                box_count::<spatium::Vec3>(scene.domain, SPH_SPACING, 3, faces).expect("the tank");
-            let mut w = BoundaryParticles::new(
-                vec![spatium::Vec3::ZERO; nb],
-                vec![BoundaryState::EMPTY; nb],
-                make::cell_sorted::<spatium::Vec3>(nb, table_len(nb, TABLE_FACTOR)),
-            );
-            w.sample_box(scene.domain, SPH_SPACING, 3, faces)
-                .expect("fits");
-            let mut search = make::cell_sorted::<spatium::Vec3>(n, table_len(n, TABLE_FACTOR));
+            let mut search = make::cell_sorted::<Vec3>(n, table_len(n, TABLE_FACTOR));
             let mut fluid = scene.fluid().expect("the snapshot fits its own size");
             b.iter_custom(|iters| {
                 let mut timed = Duration::ZERO;
                 for _ in 0..iters {
                     scene.restore(&mut fluid).expect("same size");
                     let t = Instant::now();
-                    let r = if with_walls {
-                        fluid.step(&mut search, &mut w, &mut ())
-                    } else {
-                        fluid.step(&mut search, &mut (), &mut ())
+                    let r = match name {
+                        "walls" => fluid.step(&mut search, &mut sorted_walls, &mut ()),
+                        "walls-dense" => fluid.step(&mut search, &mut dense_walls, &mut ()),
+                        _ => fluid.step(&mut search, &mut (), &mut ()),
                     };
                     timed += t.elapsed();
                     r.unwrap_or_else(|e| panic!("{name}: {e}"));
