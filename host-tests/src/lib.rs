@@ -7,7 +7,8 @@
 //! hashes over the search model ([`uniform_model`]), the deterministic
 //! contract checks of both traits ([`contract`]), the registry of every
 //! structure kind they run over ([`registry`]) and the brute-force judge of
-//! the domain decomposition ([`decomp_oracle`]). The scenario generators,
+//! the domain decomposition ([`decomp_oracle`]), and the parameters of the
+//! analytic SPH validation flows ([`flows`]). The scenario generators,
 //! the oracle and the `Vec`-backed constructors are in the user-facing host
 //! crate, `spatium-host`.
 
@@ -15,6 +16,7 @@
 
 pub mod contract;
 pub mod decomp_oracle;
+pub mod flows;
 pub mod hhg_model;
 pub mod kd_model;
 pub mod model;

@@ -646,10 +646,8 @@ where
                         for k in lo..hi {
                             let (a, p) = (parts.id_or_zero(k), parts.pos_or_zero(k));
                             let (q, t) = PeriodicBox::image(p, r.shift);
-                            parts.for_each_shifted_distance(q, t, r.lo, r.hi, |j, d2| {
-                                if d2 < r2 {
-                                    f(a, ids[j], d2);
-                                }
+                            parts.for_each_shifted_within(q, t, r.lo, r.hi, r2, |j, d2| {
+                                f(a, ids[j], d2);
                             });
                         }
                     }

@@ -429,9 +429,9 @@ impl<'a, P: Point> Planes<'a, P> {
         }
     }
 
-    /// [`for_each_within`](Self::for_each_within) with the candidates
-    /// shifted by `t` (see
-    /// [`for_each_shifted_distance`](Self::for_each_shifted_distance)).
+    /// [`for_each_within`](Self::for_each_within) with the squared length
+    /// of `p - (q + t)` for a candidate at `q` (see
+    /// [`shifted_distances_into`](Self::shifted_distances_into)).
     #[inline(always)]
     pub(super) fn for_each_shifted_within(
         &self,
@@ -466,45 +466,6 @@ impl<'a, P: Point> Planes<'a, P> {
                 }
             }
             emit_hits(&d, m, r2, k, &mut f);
-            k += m;
-        }
-    }
-
-    /// Calls `f(k, d²)` for every sorted position `k` in `lo..hi` with the
-    /// squared length of `p - (q + t)`, `q` its position, [`CHUNK`] at a
-    /// time (see [`shifted_distances_into`](Self::shifted_distances_into)).
-    #[inline(always)]
-    pub(super) fn for_each_shifted_distance(
-        &self,
-        p: P,
-        t: P,
-        lo: usize,
-        hi: usize,
-        mut f: impl FnMut(usize, f32),
-    ) {
-        let scalar = |k: usize| {
-            let e = p - (self.pos_or_zero(k) + t);
-            e.dot(e)
-        };
-        if cfg!(target_os = "none") {
-            for k in lo..hi {
-                f(k, scalar(k));
-            }
-            return;
-        }
-        let mut d = [0.0f32; CHUNK];
-        let mut k = lo;
-        while k < hi {
-            let m = (hi - k).min(CHUNK);
-            let padded = m.div_ceil(LANES) * LANES;
-            if !(padded <= CHUNK && self.shifted_distances_into(p, t, k, &mut d[..padded])) {
-                for (j, dj) in d.iter_mut().enumerate().take(m) {
-                    *dj = scalar(k + j);
-                }
-            }
-            for (j, &d2) in d.iter().enumerate().take(m) {
-                f(k + j, d2);
-            }
             k += m;
         }
     }
