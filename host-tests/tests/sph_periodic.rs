@@ -112,7 +112,7 @@ fn decay_error(flow: Flow, n: usize, h_over_s: f32) -> f32 {
 /// The shear wave decays at the analytic rate within 5 % at 24², 32² and
 /// 48² particles, the error not growing as the spacing shrinks. Measured
 /// (`cargo test --profile ci -p spatium-host-tests --test sph_periodic --
-/// --nocapture`): −4.5 %, −3.6 %, −0.7 %. At `h = 2·spacing` the error is
+/// --nocapture`): −4.5 %, −3.6 %, −2.2 %. At `h = 2·spacing` the error is
 /// −15 % at every resolution, a bias of the viscosity kernel's sum over so
 /// few neighbours, not of the periodic domain.
 #[test]
@@ -129,7 +129,7 @@ fn shear_wave_decays_at_the_analytic_rate() {
 /// pressure field disorders the particles, and plain weakly compressible
 /// SPH has no particle shifting to undo it (an inviscid vortex loses
 /// 20–100 % of the analytic viscous rate by itself). Measured: +52 %,
-/// +39 %, +23 % at 24², 32², 48²: the error shrinks with the spacing. The
+/// +39 %, +21 % at 24², 32², 48²: the error shrinks with the spacing. The
 /// test holds that convergence, and the bound, so neither can regress
 /// unnoticed.
 #[test]
