@@ -147,7 +147,8 @@ impl<P: Point> Ray<P> {
     }
 
     /// The parameter where the ray enters the closed box `aabb` (0 if the
-    /// origin is inside it), or `None` if it misses it within `[0, max_t]`.
+    /// origin is inside it), or `None` if it misses it within `[0, max_t]`
+    /// (an entry parameter that overflows to `+∞` is a miss).
     ///
     /// This is the crate's one slab test: every structure and the oracle
     /// call it (or [`enter_within`](Self::enter_within)), so they agree bit
@@ -199,7 +200,13 @@ impl<P: Point> Ray<P> {
             }
         }
         // `!(t0 > t1)` would accept a NaN bound; spell the closed test out.
-        if t0 <= t1 { Some((t0, t1)) } else { None }
+        // An entry at `t = +∞` (a direction so small that the parameter
+        // overflows) is never reached: a miss, even with `max_t = ∞`.
+        if t0 <= t1 && t0 < f32::INFINITY {
+            Some((t0, t1))
+        } else {
+            None
+        }
     }
 }
 
@@ -523,6 +530,12 @@ mod tests {
         let b2 = Aabb2::new(Vec2::new(0.0, 0.0), Vec2::new(1.0, 1.0)).unwrap();
         let r = Ray::segment(Vec2::new(-1.0, 1.0), Vec2::new(2.0, 1.0)).unwrap();
         assert_eq!(r.enter(&b2), Some(1.0 / 3.0));
+        // A direction so small that every parameter overflows: a box ahead
+        // is entered only at t = +∞, never reached (found by the hash
+        // grid's property test); one around the origin is entered at 0.
+        let r = Ray::new(Vec3::ZERO, Vec3::new(1e-39, 1e-39, 1e-39), f32::INFINITY).unwrap();
+        assert_eq!(r.enter(&b), None);
+        assert_eq!(r.enter(&b3([-1.0; 3], [1.0; 3])), Some(0.0));
     }
 
     #[test]
