@@ -114,13 +114,10 @@ type Walls = BoundaryParticles<Vec3, Vec<Vec3>, Vec<BoundaryState<Vec3>>, VecDen
 
 /// The walls `--walls` asks for: `layers` layers on the box's floor and
 /// sides, no-slip, open top; their search sized for the solver's `h`.
-fn walls(a: &Args) -> Result<Option<Box<Walls>>, Error> {
+fn walls(a: &Args, h: f32) -> Result<Option<Box<Walls>>, Error> {
     if a.walls == 0 {
         return Ok(None);
     }
-    let h = scene::params(a.spacing, a.dt)
-        .map_err(|_| Error::InvalidConfig { field: "spacing" })?
-        .h;
     let faces = TankFaces::open_top(Slip::NoSlip);
     let n = box_count::<Vec3>(scene::domain(), a.spacing, a.walls, faces)?;
     let reach = Vec3::new(1.0, 1.0, 1.0) * (a.walls as f32 * a.spacing);
@@ -139,8 +136,9 @@ fn walls(a: &Args) -> Result<Option<Box<Walls>>, Error> {
 }
 
 impl Stepper {
-    /// The stepper the flags ask for.
-    fn new(a: &Args) -> Result<Self, Error> {
+    /// The stepper the flags ask for; `h` is the solver's (the walls'
+    /// search is sized for it).
+    fn new(a: &Args, h: f32) -> Result<Self, Error> {
         let search = Search::new(a.structure, a.particles);
         if a.pair_cache > 0 {
             let per = a.pair_cache;
@@ -150,7 +148,7 @@ impl Stepper {
                     vec![NeighborPair::EMPTY; per * a.particles],
                 )),
                 uncached: 0,
-                walls: walls(a)?,
+                walls: walls(a, h)?,
             })
         } else {
             Ok(Self::Parallel {
@@ -160,7 +158,7 @@ impl Stepper {
                 order: vec![0; a.particles],
                 offsets: vec![0; a.particles + 1],
                 indices: vec![0; LIST_ROOM * a.particles],
-                walls: walls(a)?,
+                walls: walls(a, h)?,
             })
         }
     }
@@ -349,7 +347,7 @@ fn run(a: &Args, wall: Instant) -> Result<(), String> {
     let params = scene::params(a.spacing, a.dt)?;
     let mut solids = solids(a, &params)?;
     let mut emitter: Emitter<Vec3> = scene::pipe(a.spacing, a.particles)?;
-    let mut stepper = Stepper::new(a).map_err(|e| format!("--walls {}: {e}", a.walls))?;
+    let mut stepper = Stepper::new(a, params.h).map_err(|e| format!("--walls {}: {e}", a.walls))?;
     let mut fluid: VecFluid = Fluid::new(
         vec![Vec3::ZERO; a.particles],
         vec![ParticleState::EMPTY; a.particles],
@@ -633,7 +631,7 @@ mod tests {
             };
             let mut solids = solids(&a, &params).expect("solids");
             let mut pipe = scene::pipe(a.spacing, a.particles).expect("pipe");
-            let mut stepper = Stepper::new(&a).expect("stepper");
+            let mut stepper = Stepper::new(&a, params.h).expect("stepper");
             let mut fluid: VecFluid = Fluid::new(
                 vec![Vec3::ZERO; a.particles],
                 vec![ParticleState::EMPTY; a.particles],

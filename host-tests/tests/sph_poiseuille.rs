@@ -64,12 +64,7 @@ fn channel(n: usize) -> (F2, VecDense<Vec2>, Walls) {
         vec![ParticleState::EMPTY; n * n],
         p,
     );
-    for j in 0..n {
-        for i in 0..n {
-            let x = Vec2::new((i as f32 + 0.5) * s, (j as f32 + 0.5) * s);
-            f.push(x, Vec2::ZERO).unwrap();
-        }
-    }
+    assert_eq!(f.fill_block(domain, s, Vec2::ZERO).unwrap(), n * n);
     let grid = make::dense(p.periodic_box().unwrap(), n * n, p.h).unwrap();
 
     let layers = (p.h / s + 0.5).ceil() as u32;
