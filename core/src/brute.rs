@@ -202,6 +202,18 @@ impl<B: BoundingBox> Default for BruteSlot<B> {
 }
 
 impl<B: BoundingBox> BruteSlot<B> {
+    /// The box written here (meaningful where the id is stored).
+    #[inline(always)]
+    pub(crate) fn aabb(&self) -> B {
+        self.aabb
+    }
+
+    /// The id stored at this dense position (meaningful below the count).
+    #[inline(always)]
+    pub(crate) fn id(&self) -> u32 {
+        self.id
+    }
+
     /// An unused slot.
     pub const EMPTY: Self = Self {
         aabb: B::ZERO,
@@ -257,6 +269,12 @@ impl<B: BoundingBox, S: Storage<BruteSlot<B>>> BruteForceBroadPhase<B, S> {
     /// Ids stored, in dense order.
     pub fn ids(&self) -> impl Iterator<Item = u32> + '_ {
         self.slots.as_ref()[..self.len].iter().map(|s| s.id)
+    }
+
+    /// The slots and the number of stored ids: position `d < count` holds
+    /// the `d`-th stored id ([`BruteSlot::id`]), position `id` its box.
+    pub(crate) fn dense_slots(&self) -> (&[BruteSlot<B>], usize) {
+        (self.slots.as_ref(), self.len)
     }
 
     fn slot_of(&self, id: u32) -> Result<&BruteSlot<B>, Error> {

@@ -1,8 +1,8 @@
 //! `Vec`-backed constructors: the runtime-sized form of every structure.
 
 use spatium::uniform::{
-    Bucket, BucketHash, BucketParticle, CellRecord, CellSortedHash, DenseGrid, Head, LinkedHash,
-    LinkedParticle, SortedParticle, TableSlot,
+    Bucket, BucketHash, BucketParticle, CellRecord, CellSortedHash, DenseGrid, GridBroadPhase,
+    Head, LinkedHash, LinkedParticle, SortedParticle, TableSlot,
 };
 use spatium::{
     BoundingBox, BruteSlot, Error, HhgConfig, HhgRecord, HhgSlot, HierarchicalHashGrid,
@@ -67,6 +67,19 @@ pub fn dense<P: Point>(
 /// Slots for a brute-force broad phase of `capacity` ids.
 pub fn brute_slots<B: BoundingBox>(capacity: usize) -> Vec<BruteSlot<B>> {
     vec![BruteSlot::EMPTY; capacity]
+}
+
+/// Grid broad phase over `Vec`s.
+pub type VecGridBp<B> = GridBroadPhase<B, Vec<BruteSlot<B>>, Vec<u32>, Vec<u32>>;
+
+/// A grid broad phase for `capacity` ids, every one storable, with one
+/// cell per box.
+pub fn grid_bp<B: BoundingBox>(capacity: usize) -> VecGridBp<B> {
+    GridBroadPhase::new(
+        brute_slots(capacity),
+        vec![0; (2 * B::Point::DIM + 2) * capacity],
+        vec![0; capacity.max(1)],
+    )
 }
 
 /// Hierarchical hash grid over `Vec`s.

@@ -54,6 +54,8 @@ pub enum BroadKind {
     Hhg,
     /// `kdtree::KdBroadPhase` with `u64` codes.
     KdTree,
+    /// `uniform::GridBroadPhase`.
+    Grid,
     /// `hhash::HierarchicalHash`.
     Hierarchical,
     /// `hhash::MultilevelHash`.
@@ -109,6 +111,7 @@ impl Named for BroadKind {
     const NAMES: &'static [(&'static str, Self)] = &[
         ("hhg", Self::Hhg),
         ("kdtree", Self::KdTree),
+        ("grid", Self::Grid),
         ("hierarchical", Self::Hierarchical),
         ("multilevel", Self::Multilevel),
         ("brute", Self::Brute),
@@ -310,6 +313,8 @@ pub enum AnyBroad<B: BoundingBox> {
     Hhg(VecHhg<B>),
     /// Linear kd-tree behind the broad-phase trait.
     KdTree(KdBroadPhase<B, u64, Vec<KdSlot<B>>, Vec<KdRecord<u64>>>),
+    /// Uniform grid, sorted at each detection.
+    Grid(make::VecGridBp<B>),
     /// Hierarchical hashing.
     Hierarchical(VecClassHash<Hierarchical, B>),
     /// Multilevel hashing.
@@ -324,6 +329,7 @@ macro_rules! with_broad {
         match $self {
             AnyBroad::Hhg($b) => $body,
             AnyBroad::KdTree($b) => $body,
+            AnyBroad::Grid($b) => $body,
             AnyBroad::Hierarchical($b) => $body,
             AnyBroad::Multilevel($b) => $body,
             AnyBroad::Brute($b) => $body,
@@ -375,6 +381,7 @@ impl<B: BoundingBox> AnyBroad<B> {
                     KdConfig::DEFAULT,
                 ))
             }
+            BroadKind::Grid => Self::Grid(make::grid_bp(n)),
             BroadKind::Hierarchical => {
                 let (cfg, table, pool) = hash_sizes(boxes, query_edge)?;
                 Self::Hierarchical(make::class_hash(n, table, pool, 0, cfg))
@@ -392,6 +399,7 @@ impl<B: BoundingBox> AnyBroad<B> {
         match self {
             Self::Hhg(_) => BroadKind::Hhg,
             Self::KdTree(_) => BroadKind::KdTree,
+            Self::Grid(_) => BroadKind::Grid,
             Self::Hierarchical(_) => BroadKind::Hierarchical,
             Self::Multilevel(_) => BroadKind::Multilevel,
             Self::Brute(_) => BroadKind::Brute,
@@ -403,6 +411,7 @@ impl<B: BoundingBox> AnyBroad<B> {
         match self {
             Self::Hhg(_) => "HierarchicalHashGrid (pe), factor 2".to_string(),
             Self::KdTree(_) => "kdtree::KdBroadPhase, u64 codes".to_string(),
+            Self::Grid(_) => "uniform::GridBroadPhase (cell = longest edge)".to_string(),
             Self::Hierarchical(h) => format!(
                 "hhash::HierarchicalHash, {} buckets, {} pool entries",
                 h.table_len(),

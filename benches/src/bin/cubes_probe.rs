@@ -1,6 +1,7 @@
 //! Development probe: the paper's moving cubes, one step at a time, with the
-//! hierarchical hash grid and parry3d's `Bvh` (rebuilt, and refitted) on
-//! the very same boxes of every step — the three take turns inside each
+//! hierarchical hash grid, the grid broad phase (`uniform::GridBroadPhase`)
+//! and parry3d's `Bvh` (rebuilt, and refitted) on the very same boxes of
+//! every step — they take turns inside each
 //! step, the first of each step rotating. Thread CPU time of update + all
 //! pairs per step; medians over the reports' steady state (steps 10–30
 //! after the build, [`Steady::PAPER`]); each step's pair counts are checked
@@ -8,8 +9,8 @@
 //! two separate runs minutes apart differ by more than the effects
 //! measured; the broad-phase report (`report -- bp`) is the reference.
 //!
-//! `cargo run --release -p spatium-benches --bin cubes_probe -- [N] [hhg|rebuild|refit ...]`
-//! (default 10⁶ and all three).
+//! `cargo run --release -p spatium-benches --bin cubes_probe -- [N] [hhg|grid|rebuild|refit ...]`
+//! (default 10⁶ and all four).
 
 use spatium::{Aabb3, BroadPhase, HhgConfig, UpdateStrategy};
 use spatium_benches::bp_peers::ParryBvh;
@@ -27,10 +28,10 @@ fn main() {
         .iter()
         .skip(1)
         .map(String::as_str)
-        .filter(|s| matches!(*s, "hhg" | "rebuild" | "refit"))
+        .filter(|s| matches!(*s, "hhg" | "grid" | "rebuild" | "refit"))
         .collect();
     if names.is_empty() {
-        names = vec!["hhg", "rebuild", "refit"];
+        names = vec!["hhg", "grid", "rebuild", "refit"];
     }
     let mut sc = moving_cubes::<Aabb3>(n, 1);
     let cfg = HhgConfig::DEFAULT;
@@ -39,6 +40,11 @@ fn main() {
     for (i, b) in sc.boxes.iter().enumerate() {
         g.insert(i as u32, *b).expect("insert");
     }
+    let mut grid = make::grid_bp::<Aabb3>(n);
+    for (i, b) in sc.boxes.iter().enumerate() {
+        grid.insert(i as u32, *b).expect("insert");
+    }
+    let mut updates: Vec<(u32, Aabb3)> = Vec::with_capacity(n);
     let mut rebuilt = ParryBvh::new(&sc.boxes);
     let mut refitted = ParryBvh::new(&sc.boxes);
     let steady = Steady::PAPER;
@@ -54,6 +60,14 @@ fn main() {
                         .expect("update");
                     let mut pairs = 0usize;
                     g.for_each_overlap(|_, _| pairs += 1).expect("pairs");
+                    pairs
+                }),
+                "grid" => time(|| {
+                    updates.clear();
+                    updates.extend(sc.boxes.iter().enumerate().map(|(i, b)| (i as u32, *b)));
+                    grid.update_many(&updates).expect("update");
+                    let mut pairs = 0usize;
+                    grid.for_each_overlap(|_, _| pairs += 1).expect("pairs");
                     pairs
                 }),
                 "rebuild" => time(|| {

@@ -30,11 +30,13 @@
 //! cells from that origin, the range over which `f32` rounding provably keeps
 //! every pair with `d² < r²` in adjacent cells.
 
+mod boxes;
 mod bucketed;
 mod grid;
 mod linked;
 mod sorted;
 
+pub use boxes::GridBroadPhase;
 pub use bucketed::{Bucket, BucketHash, BucketParticle};
 pub use linked::{Head, LinkedHash, LinkedParticle};
 pub use sorted::{CellRecord, CellSortedHash, DenseGrid, SortedParticle, TableSlot};

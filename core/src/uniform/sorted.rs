@@ -247,6 +247,46 @@ impl<P: Point> Runs<'_, P> {
         lo
     }
 
+    /// Calls `f(lo, hi, fwd)` for each run `s` of `s0..s1`, in order: the
+    /// run's sorted positions `lo..hi` and the ranges of its forward cells
+    /// (the next cell of its row, then the three cells of each forward row
+    /// of [`Point::HALF_ROWS`], empty ones left out). With each run's own
+    /// later particles, the half stencil of the pair sweeps: every pair of
+    /// adjacent cells is met once.
+    #[inline(always)]
+    fn for_each_forward(
+        &self,
+        s0: usize,
+        s1: usize,
+        mut f: impl FnMut(usize, usize, &[(u32, u32)]),
+    ) {
+        let nrows = P::HALF_ROWS.len().min(MAX_HALF_ROWS);
+        let mut cursors = [RowCursor::new(self.key(0)); MAX_HALF_ROWS];
+        self.place(s0, &P::HALF_ROWS[..nrows], &mut cursors[..nrows]);
+        let mut ranges = [(0u32, 0u32); MAX_HALF_ROWS];
+        let mut next_key = self.key(s0);
+        for s in s0..s1.min(self.runs) {
+            let key = next_key;
+            next_key = self.key(s + 1);
+            let (lo, hi) = self.range(s);
+            let mut fwd = [(0u32, 0u32); MAX_HALF_ROWS + 1];
+            self.rows(s, P::HALF_ROWS, &mut cursors[..nrows], &mut ranges[..nrows]);
+            let mut m = 0;
+            if next_key == key + 1 {
+                let (lo2, hi2) = self.range(s + 1);
+                fwd[0] = (lo2 as u32, hi2 as u32);
+                m = 1;
+            }
+            for &r in &ranges[..nrows] {
+                if r.0 < r.1 {
+                    fwd[m] = r;
+                    m += 1;
+                }
+            }
+            f(lo, hi, &fwd[..m]);
+        }
+    }
+
     /// Places one cursor per stencil row where a sweep from run 0 would
     /// have left it just before run `s0` (a sweep of a later range starts
     /// in the same state as the whole sweep at that run). Run 0 keeps the
@@ -808,38 +848,14 @@ where
         out: &mut Batch<P, F>,
     ) {
         let parts = v.parts;
-        let nrows = P::HALF_ROWS.len().min(MAX_HALF_ROWS);
-        let mut cursors = [RowCursor::new(v.key(0)); MAX_HALF_ROWS];
-        v.place(s0, &P::HALF_ROWS[..nrows], &mut cursors[..nrows]);
-        let mut ranges = [(0u32, 0u32); MAX_HALF_ROWS];
-        let mut next_key = v.key(s0);
         let mut local = Local::new();
-        for s in s0..s1.min(v.runs) {
-            let key = next_key;
-            next_key = v.key(s + 1);
-            let (lo, hi) = v.range(s);
-            // The slices of the forward cells: the next cell of the row,
-            // then the three cells of each forward row.
-            let mut fwd = [(0u32, 0u32); MAX_HALF_ROWS + 1];
-            v.rows(s, P::HALF_ROWS, &mut cursors[..nrows], &mut ranges[..nrows]);
-            let mut m = 0;
-            if next_key == key + 1 {
-                let (lo2, hi2) = v.range(s + 1);
-                fwd[0] = (lo2 as u32, hi2 as u32);
-                m = 1;
-            }
-            for &r in &ranges[..nrows] {
-                if r.0 < r.1 {
-                    fwd[m] = r;
-                    m += 1;
-                }
-            }
+        v.for_each_forward(s0, s1, |lo, hi, fwd| {
             // The cell and its forward cells copied into one run, when
             // they fit: each particle then tests one contiguous range.
             if LOCAL > 0 {
                 local.clear();
                 let mut fits = local.push(&parts, lo, hi);
-                for &(lo2, hi2) in &fwd[..m] {
+                for &(lo2, hi2) in fwd {
                     fits = fits && local.push(&parts, lo2 as usize, hi2 as usize);
                 }
                 if fits {
@@ -850,18 +866,18 @@ where
                         out.add(&lp, x + 1, end);
                     }
                     out.flush(&lp);
-                    continue;
+                    return;
                 }
             }
             for k in lo..hi {
                 out.begin(&parts, parts.id(k), parts.pos(k));
                 out.add(&parts, k + 1, hi);
-                for &(lo2, hi2) in &fwd[..m] {
+                for &(lo2, hi2) in fwd {
                     out.add(&parts, lo2 as usize, hi2 as usize);
                 }
             }
             out.flush(&parts);
-        }
+        });
     }
 
     /// Appends the neighbours of the particle at sorted position `k` found
