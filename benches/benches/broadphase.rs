@@ -1,7 +1,8 @@
 //! Criterion benchmarks of the broad phase: one step (update every box, then
 //! every overlapping pair) of the paper's moving cubes at 10⁴ boxes, the
-//! hierarchical hash grid against sweep and prune, parry3d's `Bvh` (refit
-//! and rebuild) and brute force. Ids: `step/10000/IMPLEMENTATION`.
+//! hierarchical hash grid and the grid broad phase (`uniform::GridBroadPhase`,
+//! `update_many` of every box) against sweep and prune, parry3d's `Bvh`
+//! (refit and rebuild) and brute force. Ids: `step/10000/IMPLEMENTATION`.
 //!
 //! Before timing, every implementation's pair count after one step is
 //! checked against the hierarchical hash grid's; a mismatch panics. The full
@@ -65,6 +66,11 @@ fn bench(c: &mut Criterion) {
     for (i, b) in start.iter().enumerate() {
         g.insert(i as u32, *b).unwrap();
     }
+    let mut grid = make::grid_bp::<Aabb3>(N);
+    for (i, b) in start.iter().enumerate() {
+        grid.insert(i as u32, *b).unwrap();
+    }
+    let mut updates: Vec<(u32, Aabb3)> = Vec::with_capacity(N);
     let mut sap = SweepAndPrune::new_sorted(&start);
     let mut refit = ParryBvh::new(&start);
     let mut rebuild = ParryBvh::new(&start);
@@ -97,6 +103,14 @@ fn bench(c: &mut Criterion) {
         g.update_all(boxes, UpdateStrategy::Incremental).unwrap();
         let mut n = 0u64;
         g.for_each_overlap(|_, _| n += 1).unwrap();
+        n
+    });
+    bench_step("grid", &mut |boxes| {
+        updates.clear();
+        updates.extend(boxes.iter().enumerate().map(|(i, b)| (i as u32, *b)));
+        grid.update_many(&updates).unwrap();
+        let mut n = 0u64;
+        grid.for_each_overlap(|_, _| n += 1).unwrap();
         n
     });
     bench_step("sap", &mut |boxes| {
@@ -221,7 +235,9 @@ fn bench_rays(c: &mut Criterion) {
         let rays = scene_rays(sc.extent, 6);
         let mut kinds: Vec<(String, AnyBroad<Aabb3>)> = Vec::new();
         for &(name, kind) in BroadKind::NAMES {
-            if kind == BroadKind::Brute && n > 10_000 {
+            // The brute force and the grid (whose casts are the brute
+            // force's scan) only at 10⁴.
+            if matches!(kind, BroadKind::Brute | BroadKind::Grid) && n > 10_000 {
                 continue;
             }
             let mut bp = AnyBroad::new(kind, &boxes, 1.0).unwrap();

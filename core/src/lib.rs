@@ -20,6 +20,7 @@
 //! | [`uniform::LinkedHash`] | `8T + 32N` | `8T + 24N` |
 //! | [`BruteForceNeighbors`] | `12N` | `8N` |
 //! | [`BruteForceBroadPhase`] | `32C` | `24C` |
+//! | [`uniform::GridBroadPhase`] | `32C + 32N + 4S` | `24C + 24N + 4S` |
 //! | [`HierarchicalHashGrid`] | `76C + 4A` | `60C + 4A` |
 //! | [`kdtree::LinearKdTree`] | `2R · r` | `2R · r` |
 //! | [`kdtree::KdBroadPhase`] | `24C + 2R · r` | `16C + 2R · r` |
@@ -35,7 +36,7 @@
 //! 24 for `u128` on 32-bit ARM, which aligns `u128` to 8 —, `E` hash pool
 //! entries, `Q` cached pairs, `K` Verlet candidate entries: candidates plus
 //! two per run of pairs with one first id, at most `2N`, `S` subdomains (ranks)
-//! of a domain decomposition.)
+//! of a domain decomposition, `S` cell starts of the grid broad phase.)
 //!
 //! ## Traits
 //!
