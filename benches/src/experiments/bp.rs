@@ -79,6 +79,29 @@ impl Driver for Hhg {
     }
 }
 
+/// `uniform::GridBroadPhase`, every box updated by one `update_many`.
+struct Grid {
+    g: make::VecGridBp<Aabb3>,
+    updates: Vec<(u32, Aabb3)>,
+}
+
+impl Driver for Grid {
+    fn setup(&mut self, boxes: &[Aabb3]) {
+        for (i, b) in boxes.iter().enumerate() {
+            self.g.insert(i as u32, *b).expect("insert");
+        }
+    }
+    fn step(&mut self, boxes: &[Aabb3]) -> Pairs {
+        self.updates.clear();
+        self.updates
+            .extend(boxes.iter().enumerate().map(|(i, b)| (i as u32, *b)));
+        self.g.update_many(&self.updates).expect("update");
+        let mut p = Pairs::default();
+        self.g.for_each_overlap(|a, b| p.add(a, b)).expect("pairs");
+        p
+    }
+}
+
 struct Sap(Option<SweepAndPrune<Aabb3>>);
 
 impl Driver for Sap {
@@ -275,6 +298,13 @@ fn scaling(ns: &[usize]) -> Vec<ScalingRow> {
             let mut drivers: Vec<(&str, Box<dyn Driver>)> = vec![
                 ("hhg", hhg(n, d, roomy(n, &d), inc)),
                 ("hhg capped", hhg(n, d, capped(n), inc)),
+                (
+                    "grid",
+                    Box::new(Grid {
+                        g: make::grid_bp(n),
+                        updates: Vec::with_capacity(n),
+                    }),
+                ),
             ];
             if n <= 100_000 {
                 drivers.push(("SAP", Box::new(Sap(None))));
