@@ -193,7 +193,8 @@ where
             // Every box one and the same point.
             cell = 1.0;
         }
-        let room = self.starts.as_ref().len().max(1);
+        // Cells are numbered in `u32`.
+        let room = self.starts.as_ref().len().clamp(1, u32::MAX as usize);
         for _ in 0..160 {
             if !(cell.is_finite() && cell > 0.0) {
                 return None;
