@@ -142,19 +142,32 @@ fn point_scenarios_as_boxes_2d() {
     points::<Aabb2>();
 }
 
-/// One box 200 times longer than the others makes every cell that long:
-/// still exact.
+/// Boxes 200 times longer than the others: 1 or 40 (no more than the
+/// large-box allowance, 4√n = 176 of 2 000) stay out of the grid, whose
+/// cells keep the cubes' size; 250 make every cell that long. Exact either
+/// way.
 fn one_long_box<B: BoundingBox>() {
-    let mut sc = box_scenarios::<B>(500, 5).remove(0);
-    let lo = sc.boxes[7].min();
-    sc.boxes[7] = B::try_new(lo, B::Point::from_fn(|k| lo.coord(k) + 200.0)).unwrap();
-    let mut g = make::grid_bp::<B>(sc.boxes.len());
-    for (i, b) in sc.boxes.iter().enumerate() {
-        g.insert(i as u32, *b).unwrap();
+    for (long, big_cells) in [(1usize, false), (40, false), (250, true)] {
+        let mut sc = box_scenarios::<B>(2000, 5).remove(0);
+        for k in 0..long {
+            let i = 7 + 7 * k;
+            let lo = sc.boxes[i].min();
+            sc.boxes[i] = B::try_new(lo, B::Point::from_fn(|a| lo.coord(a) + 200.0)).unwrap();
+        }
+        let mut g = make::grid_bp::<B>(sc.boxes.len());
+        for (i, b) in sc.boxes.iter().enumerate() {
+            g.insert(i as u32, *b).unwrap();
+        }
+        let want = overlapping_pairs(&sc.boxes);
+        let what = format!("{long} long boxes");
+        assert_same_pairs(&collect_box_pairs(&mut g), &want, &what);
+        assert_eq!(
+            g.cell_size() >= 200.0,
+            big_cells,
+            "{what}: cell {}",
+            g.cell_size()
+        );
     }
-    let want = overlapping_pairs(&sc.boxes);
-    assert_same_pairs(&collect_box_pairs(&mut g), &want, "one long box");
-    assert!(g.cell_size() >= 200.0);
 }
 
 #[test]
@@ -168,8 +181,9 @@ fn one_long_box_2d() {
 }
 
 /// Boxes spread over a range of 10¹⁵ (cells 10¹⁵ wide), then with one
-/// whose extent overflows `f32` (the grid cannot take it: the all-pairs
-/// test takes over): the same pairs as brute force either way.
+/// whose extent overflows `f32` (a large box, out of the grid), then with
+/// seventy (the grid cannot take them: the all-pairs test takes over): the same
+/// pairs as brute force every time.
 #[test]
 fn boxes_beyond_the_grid_range() {
     let mut rng = Rng::new(3);
@@ -192,14 +206,29 @@ fn boxes_beyond_the_grid_range() {
         "wide range",
     );
     assert!(g.cell_size() > 1.0e15);
-    let huge = Aabb3::raw([-3.0e38, 0.0, 0.0], [3.0e38, 1.0, 1.0]);
-    g.insert(boxes.len() as u32, huge).unwrap();
+    // One box whose extent overflows: a large box, out of the grid.
+    let huge = |k: usize| Aabb3::raw([-3.0e38, k as f32, 0.0], [3.0e38, k as f32 + 1.0, 1.0]);
+    g.insert(boxes.len() as u32, huge(0)).unwrap();
     let mut all = boxes.clone();
-    all.push(huge);
+    all.push(huge(0));
     assert_same_pairs(
         &collect_box_pairs(&mut g),
         &overlapping_pairs(&all),
         "overflowing extent",
+    );
+    assert!(g.cell_size() > 0.0);
+    // More of them than the large-box allowance (4√n): no grid can take
+    // them, the all-pairs test does.
+    let mut all = boxes.clone();
+    all.extend((0..70).map(huge));
+    let mut g = make::grid_bp::<Aabb3>(all.len());
+    for (i, b) in all.iter().enumerate() {
+        g.insert(i as u32, *b).unwrap();
+    }
+    assert_same_pairs(
+        &collect_box_pairs(&mut g),
+        &overlapping_pairs(&all),
+        "all pairs",
     );
     assert_eq!(g.cell_size(), 0.0);
 }

@@ -27,18 +27,27 @@ const AXIS_CELLS: f32 = 16384.0;
 /// Nothing is kept between detections and nothing is updated
 /// incrementally.
 ///
+/// **Large boxes.** Up to `4√n` boxes (at least 8) longer than the rest —
+/// those of the largest size classes (binary exponent of the longest
+/// edge), as many classes as fit that allowance — are kept out of the
+/// grid: the cell is set by the others, and each large box is tested
+/// against the boxes of the cells it covers and against the other large
+/// boxes. A floor, walls or a few big bodies among small ones then cost
+/// the cells they cover, not a grid as coarse as they are.
+///
 /// **What it costs.** A detection is `O(n + S + pairs + candidates)` for
 /// `S` cells, where the candidates of a box are the boxes within one cell
-/// of it: few when the boxes are of similar size, as in particle and
-/// rigid-body scenes. One box much longer than the others makes every cell
-/// that long, so every box meets more candidates (correct, but slower: use
-/// the [`HierarchicalHashGrid`](crate::HierarchicalHashGrid) for widely
-/// varying sizes). Where the boxes spread over more cells than the
+/// of it, plus, per large box, the cells it covers and the other large
+/// boxes. Few when the boxes are of similar size, as in particle and
+/// rigid-body scenes. More large boxes than the allowance make every cell
+/// as long as the longest of the rest (correct, but slower: the
+/// [`HierarchicalHashGrid`](crate::HierarchicalHashGrid) keeps every size
+/// in cells of its own). Where the boxes spread over more cells than the
 /// caller's `starts` buffer has, the cells are doubled until they fit (again
 /// correct, with more candidates). Box queries and ray casts scan the
-/// stored boxes, `O(n)` each. Boxes the grid cannot take (an edge so long
-/// that it is not a finite `f32`) are detected by the all-pairs test
-/// instead, `O(n²)`, with the same result.
+/// stored boxes, `O(n)` each. Where no grid can take the boxes (more edges
+/// than the allowance so long that they are not a finite `f32`), the
+/// detection is the all-pairs test, `O(n²)`, with the same result.
 ///
 /// **Memory.** `C · (size_of::<B>() + 8)` bytes of slots (32 per id in 3D,
 /// 24 in 2D), `2·DIM + 2` words per box of `words` (the boxes in cell
@@ -86,9 +95,46 @@ struct Frame {
     origin: [f32; 3],
     inv: f32,
     dims: [usize; 3],
+    /// Boxes whose longest edge has a binary exponent above this are
+    /// *large*: kept out of the grid, tested against the cells they cover.
+    large_above: u32,
+}
+
+/// The binary exponent field of a box's longest edge (0 for an edge of 0,
+/// 255 for one that is not finite): the size class of the large-box rule.
+#[inline(always)]
+fn edge_class<B: BoundingBox>(b: &B) -> u32 {
+    let (lo, hi) = (b.min(), b.max());
+    let mut e = 0.0f32;
+    for a in 0..B::Point::DIM.min(3) {
+        e = e.max(hi.coord(a) - lo.coord(a));
+    }
+    // NaN cannot occur (stored boxes are finite and not inverted); an
+    // overflowing edge is +inf, class 255.
+    (e.to_bits() >> 23) & 0xff
+}
+
+/// Large boxes allowed: the rest set the cell. A few boxes far longer than
+/// the others (a floor, walls, a few big bodies) would otherwise make every
+/// cell as long. Each large box reads the cells it covers and is tested
+/// against every other large box, so their number is kept to `4√n` (at
+/// least 8): their own pairs then cost at most `8n` tests.
+fn large_allowed(n: usize) -> usize {
+    (4 * n.isqrt()).max(8)
 }
 
 impl Frame {
+    /// The cell coordinates of a point, each clamped to the grid.
+    #[inline(always)]
+    fn coords(&self, p: &[f32; 3]) -> [usize; 3] {
+        let mut c = [0usize; 3];
+        for a in 0..3 {
+            let top = self.dims[a].saturating_sub(1);
+            c[a] = (((p[a] - self.origin[a]) * self.inv) as usize).min(top);
+        }
+        c
+    }
+
     /// Dense cell of a lower corner (x fastest).
     #[inline(always)]
     fn cell<P: Point>(&self, lo: P) -> usize {
@@ -155,24 +201,53 @@ where
     fn frame(&self) -> Option<Frame> {
         let dim = B::Point::DIM.min(3);
         let (slots, n) = self.boxes.dense_slots();
-        let mut longest = 0.0f32;
+        // Per size class (binary exponent of the longest edge): how many
+        // boxes and the longest edge among them.
+        let mut count = [0u32; 256];
+        let mut class_longest = [0.0f32; 256];
         let mut lo = [f32::INFINITY; 3];
         let mut hi = [f32::NEG_INFINITY; 3];
         for d in slots.iter().take(n) {
             let b = slots.get(d.id() as usize).map_or(B::ZERO, BruteSlot::aabb);
             let (bl, bh) = (b.min(), b.max());
+            let mut e = 0.0f32;
             for a in 0..dim {
-                longest = longest.max(bh.coord(a) - bl.coord(a));
+                e = e.max(bh.coord(a) - bl.coord(a));
                 lo[a] = lo[a].min(bl.coord(a));
                 hi[a] = hi[a].max(bl.coord(a));
             }
+            let c = ((e.to_bits() >> 23) & 0xff) as usize;
+            if let (Some(k), Some(l)) = (count.get_mut(c), class_longest.get_mut(c)) {
+                *k += 1;
+                *l = l.max(e);
+            }
         }
+        // The smallest class bound with at most `large_allowed` boxes
+        // above it; the longest edge at or below it sets the cell.
+        let allowed = large_allowed(n);
+        let mut above = 0usize;
+        let mut large_above = 255u32;
+        for c in (0..256usize).rev() {
+            let k = count.get(c).copied().unwrap_or(0) as usize;
+            if above + k > allowed {
+                break;
+            }
+            above += k;
+            large_above = c.saturating_sub(1) as u32;
+            if c == 0 {
+                break;
+            }
+        }
+        let longest = class_longest
+            .iter()
+            .take(large_above as usize + 1)
+            .fold(0.0f32, |m, &l| m.max(l));
         let mut cell = longest * crate::cell::CELL_MARGIN;
         // In a sparse scene, cells up to 1.5 times that, towards two boxes
         // per cell on average over the corners' bounding box: fewer, fuller
         // cells cost less per box (on the moving cubes, half a box per
         // longest edge cubed, 1.5 times took a step at 10⁶ from 132 to
-        // 120 ms; 2 times, 133).
+        // 120 ms in a first version of the sweep; 2 times, 133).
         let mut volume = 1.0f32;
         for a in 0..dim {
             volume *= hi[a] - lo[a];
@@ -211,6 +286,7 @@ where
                     origin: lo,
                     inv: 1.0 / cell,
                     dims,
+                    large_above,
                 });
             }
             cell *= 2.0;
@@ -237,10 +313,17 @@ where
         ) else {
             return false;
         };
-        // Count, then turn the counts into starts.
+        // Count, then turn the counts into starts; large boxes are marked
+        // and go after the others.
         starts.fill(0);
+        let mut large = 0usize;
         for (d, c) in slots.iter().take(n).zip(cells.iter_mut()) {
             let b = slots.get(d.id() as usize).map_or(B::ZERO, BruteSlot::aabb);
+            if edge_class(&b) > frame.large_above {
+                *c = LARGE;
+                large += 1;
+                continue;
+            }
             let k = frame.cell(b.min());
             *c = k as u32;
             if let Some(s) = starts.get_mut(k) {
@@ -255,8 +338,14 @@ where
         }
         // Scatter the ids (each start becomes its cell's end), then gather
         // the boxes in that order into the planes.
+        let mut next_large = n - large;
         for (d, &k) in slots.iter().take(n).zip(cells.iter()) {
-            if let Some(s) = starts.get_mut(k as usize) {
+            if k == LARGE {
+                if let Some(e) = ids.get_mut(next_large) {
+                    *e = d.id();
+                }
+                next_large += 1;
+            } else if let Some(s) = starts.get_mut(k as usize) {
                 if let Some(e) = ids.get_mut(*s as usize) {
                     *e = d.id();
                 }
@@ -286,7 +375,58 @@ where
         };
         self.cell = 1.0 / frame.inv;
         sweep(&frame, dim, starts, &planes, f);
+        large_pairs(&frame, dim, starts, &planes, n - large..n, f);
         true
+    }
+}
+
+/// The cell mark of a large box.
+const LARGE: u32 = u32::MAX;
+
+/// The pairs of the large boxes (sorted positions `large`): each against
+/// the grid's boxes in the cells its box covers, widened by one cell below
+/// (a grid box overlapping it has its lower corner at most one cell below
+/// the large box's, and none above its upper corner), then against the
+/// large boxes after it.
+fn large_pairs<F: FnMut(u32, u32)>(
+    frame: &Frame,
+    dim: usize,
+    ends: &[u32],
+    p: &BoxPlanes<'_>,
+    large: core::ops::Range<usize>,
+    f: &mut F,
+) {
+    let [nx, ny, nz] = frame.dims;
+    let start = |k: usize| -> usize {
+        k.checked_sub(1)
+            .and_then(|p| ends.get(p))
+            .map_or(0, |&e| e as usize)
+    };
+    let end = |k: usize| -> usize { ends.get(k).map_or(0, |&e| e as usize) };
+    let last = large.end;
+    for i in large {
+        let mut q = Probe {
+            id: p.ids.get(i).copied().unwrap_or(0),
+            lo: [0.0; 3],
+            hi: [0.0; 3],
+        };
+        for d in 0..dim {
+            q.lo[d] = p.lo[d].get(i).copied().unwrap_or(f32::NAN);
+            q.hi[d] = p.hi[d].get(i).copied().unwrap_or(f32::NAN);
+        }
+        let (c0, c1) = (frame.coords(&q.lo), frame.coords(&q.hi));
+        let span = |a: usize| (c0[a].saturating_sub(1), c1[a]);
+        let (x0, x1) = span(0);
+        let (y0, y1) = span(1);
+        let (z0, z1) = if dim == 3 { span(2) } else { (0, 0) };
+        for z in z0..=z1.min(nz - 1) {
+            for y in y0..=y1.min(ny - 1) {
+                let row = (z * ny + y) * nx;
+                let r = (start(row + x0), end(row + x1.min(nx - 1)));
+                p.test(dim, &q, r, f);
+            }
+        }
+        p.test(dim, &q, (i + 1, last), f);
     }
 }
 
@@ -643,6 +783,26 @@ mod tests {
         let (p, n) = pairs(&mut g);
         assert_eq!(p[..n], [(0, 1), (1, 2)]);
         assert_eq!(g.cell_size(), 0.0);
+    }
+
+    #[test]
+    fn a_floor_stays_out_of_the_grid() {
+        let mut g = bp();
+        // A floor 30 long under 20 unit cubes, some resting on it.
+        g.insert(
+            40,
+            Aabb3::new(Vec3::new(0.0, 0.0, 0.0), Vec3::new(30.0, 1.0, 30.0)).unwrap(),
+        )
+        .unwrap();
+        for i in 0..20 {
+            let y = if i % 2 == 0 { 1.0 } else { 3.0 };
+            g.insert(i, cube(i as f32 * 1.5, y, 2.0, 1.0)).unwrap();
+        }
+        let (p, n) = pairs(&mut g);
+        assert_eq!(n, 10);
+        assert!(p[..n].iter().all(|&(a, b)| b == 40 && a % 2 == 0));
+        // Cubes of edge 1: cells of 1.5, doubled once to fit 32 starts.
+        assert!(g.cell_size() < 4.0, "{}", g.cell_size());
     }
 
     #[test]
