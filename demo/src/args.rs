@@ -13,8 +13,8 @@ usage: spatium-demo [FLAGS]
   --spheres N        static spheres, 0..=100000 (default 200)
   --structure S      neighbour search: sorted (default), bucketed, linked,
                      hierarchical, multilevel, brute
-  --broadphase B     obstacle broad phase: hhg (default), kdtree, hierarchical,
-                     multilevel, brute
+  --broadphase B     obstacle broad phase: hhg (default), kdtree, grid,
+                     hierarchical, multilevel, brute
   --images K         PNG frames written over the run, 0..=10000 (default 8)
   --out DIR          output directory (default target/spatium-demo)
   --seed N           seed of the sphere placement (default 2009)

@@ -84,7 +84,7 @@ pub struct Demo {
 impl Demo {
     /// A scene of the given neighbour search (`sorted`, `linked`,
     /// `bucketed`, `hierarchical`, `multilevel`, `brute`), broad phase
-    /// (`hhg`, `kdtree`, `hierarchical`, `multilevel`, `brute`), particle
+    /// (`hhg`, `kdtree`, `grid`, `hierarchical`, `multilevel`, `brute`), particle
     /// count (100 to 4000), seed and pair-cache switch.
     #[wasm_bindgen(constructor)]
     pub fn new(
