@@ -380,6 +380,27 @@ where
     }
 }
 
+/// The cells of a detection in the planes: `ends[k]` is the end of cell
+/// `k`, its start the previous cell's end.
+#[derive(Clone, Copy)]
+struct Ends<'a>(&'a [u32]);
+
+impl Ends<'_> {
+    /// First sorted position of cell `k`.
+    #[inline(always)]
+    fn start(self, k: usize) -> usize {
+        k.checked_sub(1)
+            .and_then(|p| self.0.get(p))
+            .map_or(0, |&e| e as usize)
+    }
+
+    /// One past the last sorted position of cell `k`.
+    #[inline(always)]
+    fn end(self, k: usize) -> usize {
+        self.0.get(k).map_or(0, |&e| e as usize)
+    }
+}
+
 /// The cell mark of a large box.
 const LARGE: u32 = u32::MAX;
 
@@ -397,23 +418,11 @@ fn large_pairs<F: FnMut(u32, u32)>(
     f: &mut F,
 ) {
     let [nx, ny, nz] = frame.dims;
-    let start = |k: usize| -> usize {
-        k.checked_sub(1)
-            .and_then(|p| ends.get(p))
-            .map_or(0, |&e| e as usize)
-    };
-    let end = |k: usize| -> usize { ends.get(k).map_or(0, |&e| e as usize) };
+    let cells = Ends(ends);
+    let (start, end) = (|k| cells.start(k), |k| cells.end(k));
     let last = large.end;
     for i in large {
-        let mut q = Probe {
-            id: p.ids.get(i).copied().unwrap_or(0),
-            lo: [0.0; 3],
-            hi: [0.0; 3],
-        };
-        for d in 0..dim {
-            q.lo[d] = p.lo[d].get(i).copied().unwrap_or(f32::NAN);
-            q.hi[d] = p.hi[d].get(i).copied().unwrap_or(f32::NAN);
-        }
+        let q = p.probe(dim, i);
         let (c0, c1) = (frame.coords(&q.lo), frame.coords(&q.hi));
         let span = |a: usize| (c0[a].saturating_sub(1), c1[a]);
         let (x0, x1) = span(0);
@@ -456,6 +465,21 @@ struct Probe {
 }
 
 impl BoxPlanes<'_> {
+    /// The box at sorted position `i`, to test others against.
+    #[inline(always)]
+    fn probe(&self, dim: usize, i: usize) -> Probe {
+        let mut q = Probe {
+            id: self.ids.get(i).copied().unwrap_or(0),
+            lo: [0.0; 3],
+            hi: [0.0; 3],
+        };
+        for d in 0..dim {
+            q.lo[d] = self.lo[d].get(i).copied().unwrap_or(f32::NAN);
+            q.hi[d] = self.hi[d].get(i).copied().unwrap_or(f32::NAN);
+        }
+        q
+    }
+
     /// Calls `f(q.id, b)` for every box `b` at sorted positions `r0..r1`
     /// overlapping the box `q` (closed intervals, as
     /// [`BoundingBox::overlaps`]), eight candidates at a time.
@@ -525,12 +549,8 @@ fn sweep<F: FnMut(u32, u32)>(
         &HALF_ROWS_2D
     };
     let [nx, ny, nz] = frame.dims;
-    let start = |k: usize| -> usize {
-        k.checked_sub(1)
-            .and_then(|p| ends.get(p))
-            .map_or(0, |&e| e as usize)
-    };
-    let end = |k: usize| -> usize { ends.get(k).map_or(0, |&e| e as usize) };
+    let cells = Ends(ends);
+    let (start, end) = (|k| cells.start(k), |k| cells.end(k));
     let mut fwd = [(0usize, 0usize); 6];
     for z in 0..nz {
         for y in 0..ny {
@@ -559,15 +579,7 @@ fn sweep<F: FnMut(u32, u32)>(
                 }
                 let next = if x + 1 < nx { end(k + 1) } else { hi };
                 for i in lo..hi {
-                    let mut q = Probe {
-                        id: p.ids.get(i).copied().unwrap_or(0),
-                        lo: [0.0; 3],
-                        hi: [0.0; 3],
-                    };
-                    for d in 0..dim {
-                        q.lo[d] = p.lo[d].get(i).copied().unwrap_or(f32::NAN);
-                        q.hi[d] = p.hi[d].get(i).copied().unwrap_or(f32::NAN);
-                    }
+                    let q = p.probe(dim, i);
                     p.test(dim, &q, (i + 1, next), f);
                     for &r in &fwd[..m] {
                         p.test(dim, &q, r, f);
