@@ -100,17 +100,10 @@ struct Frame {
     large_above: u32,
 }
 
-/// The binary exponent field of a box's longest edge (0 for an edge of 0,
-/// 255 for one that is not finite): the size class of the large-box rule.
+/// The size class of an edge: its binary exponent field (0 for an edge of
+/// 0, 255 for one that is not finite), the unit of the large-box rule.
 #[inline(always)]
-fn edge_class<B: BoundingBox>(b: &B) -> u32 {
-    let (lo, hi) = (b.min(), b.max());
-    let mut e = 0.0f32;
-    for a in 0..B::Point::DIM.min(3) {
-        e = e.max(hi.coord(a) - lo.coord(a));
-    }
-    // NaN cannot occur (stored boxes are finite and not inverted); an
-    // overflowing edge is +inf, class 255.
+fn edge_class(e: f32) -> u32 {
     (e.to_bits() >> 23) & 0xff
 }
 
@@ -124,15 +117,19 @@ fn large_allowed(n: usize) -> usize {
 }
 
 impl Frame {
-    /// The cell coordinates of a point, each clamped to the grid.
+    /// The cell of coordinate `x` along axis `a`, clamped to the grid
+    /// (non-negative and finite: `as` saturates, the clamp keeps a
+    /// coordinate rounded up past the last cell in it).
+    #[inline(always)]
+    fn axis(&self, a: usize, x: f32) -> usize {
+        let top = self.dims[a].saturating_sub(1);
+        (((x - self.origin[a]) * self.inv) as usize).min(top)
+    }
+
+    /// The cell coordinates of a point.
     #[inline(always)]
     fn coords(&self, p: &[f32; 3]) -> [usize; 3] {
-        let mut c = [0usize; 3];
-        for a in 0..3 {
-            let top = self.dims[a].saturating_sub(1);
-            c[a] = (((p[a] - self.origin[a]) * self.inv) as usize).min(top);
-        }
-        c
+        [self.axis(0, p[0]), self.axis(1, p[1]), self.axis(2, p[2])]
     }
 
     /// Dense cell of a lower corner (x fastest).
@@ -140,11 +137,7 @@ impl Frame {
     fn cell<P: Point>(&self, lo: P) -> usize {
         let mut k = 0usize;
         for a in (0..P::DIM.min(3)).rev() {
-            let top = self.dims[a].saturating_sub(1);
-            // Non-negative and finite: `as` saturates, the clamp keeps a
-            // coordinate rounded up past the last cell in it.
-            let c = (((lo.coord(a) - self.origin[a]) * self.inv) as usize).min(top);
-            k = k * self.dims[a] + c;
+            k = k * self.dims[a] + self.axis(a, lo.coord(a));
         }
         k
     }
@@ -189,7 +182,8 @@ where
     }
 
     /// The cell edge of the last detection: a little over the longest edge
-    /// of any box, or more where the cells did not fit `starts`; 0 before
+    /// of the boxes that are not large (up to 1.5 times that in a sparse
+    /// scene), or more where the cells did not fit `starts`; 0 before
     /// the first detection of two or more boxes, or when it fell back to
     /// the all-pairs test.
     pub fn cell_size(&self) -> f32 {
@@ -197,7 +191,7 @@ where
     }
 
     /// The grid over the stored boxes' lower corners; `None` when no grid
-    /// can take them (an edge that is not finite).
+    /// can take them (a cell edge that is not finite).
     fn frame(&self) -> Option<Frame> {
         let dim = B::Point::DIM.min(3);
         let (slots, n) = self.boxes.dense_slots();
@@ -209,14 +203,13 @@ where
         let mut hi = [f32::NEG_INFINITY; 3];
         for d in slots.iter().take(n) {
             let b = slots.get(d.id() as usize).map_or(B::ZERO, BruteSlot::aabb);
-            let (bl, bh) = (b.min(), b.max());
-            let mut e = 0.0f32;
+            let bl = b.min();
             for a in 0..dim {
-                e = e.max(bh.coord(a) - bl.coord(a));
                 lo[a] = lo[a].min(bl.coord(a));
                 hi[a] = hi[a].max(bl.coord(a));
             }
-            let c = ((e.to_bits() >> 23) & 0xff) as usize;
+            let e = b.longest_edge();
+            let c = edge_class(e) as usize;
             if let (Some(k), Some(l)) = (count.get_mut(c), class_longest.get_mut(c)) {
                 *k += 1;
                 *l = l.max(e);
@@ -319,7 +312,7 @@ where
         let mut large = 0usize;
         for (d, c) in slots.iter().take(n).zip(cells.iter_mut()) {
             let b = slots.get(d.id() as usize).map_or(B::ZERO, BruteSlot::aabb);
-            if edge_class(&b) > frame.large_above {
+            if edge_class(b.longest_edge()) > frame.large_above {
                 *c = LARGE;
                 large += 1;
                 continue;
