@@ -277,6 +277,98 @@ impl<B: BoundingBox, S: Storage<BruteSlot<B>>> BruteForceBroadPhase<B, S> {
         (self.slots.as_ref(), self.len)
     }
 
+    /// Gives every stored id `i` the box `boxes[i]` (entries of ids not
+    /// stored are ignored): a whole scene's new boxes in one call, without
+    /// the `(id, box)` list of [`update_many`](BroadPhase::update_many).
+    /// [`par_update_all`](Self::par_update_all) on
+    /// [`Serial`](crate::exec::Serial). `O(min(boxes.len(), capacity))`.
+    ///
+    /// # Errors
+    /// [`Error::LengthMismatch`] unless every stored id is below
+    /// `boxes.len()`; [`Error::NonFinite`] or [`Error::InvertedBox`] for
+    /// the bad box of the lowest stored id. Everything is checked before
+    /// anything is written: nothing changes on error.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use spatium::{Aabb2, BroadPhase, BruteForceBroadPhase, BruteSlot, Error, Vec2};
+    ///
+    /// let unit = |x: f32| Aabb2::new(Vec2::new(x, 0.0), Vec2::new(x + 1.0, 1.0));
+    /// let mut bp = BruteForceBroadPhase::new([BruteSlot::<Aabb2>::EMPTY; 4]);
+    /// bp.insert(0, unit(0.0)?)?;
+    /// bp.insert(2, unit(5.0)?)?;
+    /// bp.update_all(&[unit(1.0)?, unit(9.0)?, unit(1.5)?])?; // id 1 is not stored
+    /// assert_eq!(bp.get(2), Some(unit(1.5)?));
+    /// assert_eq!(
+    ///     bp.update_all(&[unit(0.0)?]),
+    ///     Err(Error::LengthMismatch { expected: 2, got: 1 })
+    /// );
+    /// # Ok::<(), spatium::Error>(())
+    /// ```
+    pub fn update_all(&mut self, boxes: &[B]) -> Result<(), Error> {
+        self.par_update_all(&crate::exec::Serial, boxes)
+    }
+
+    /// [`update_all`](Self::update_all) in tasks of 16 384 ids on `exec`
+    /// (checks, then writes): the same errors and result for every executor.
+    ///
+    /// # Errors
+    /// As [`update_all`](Self::update_all); nothing changes on error.
+    pub fn par_update_all<E: crate::exec::Executor>(
+        &mut self,
+        exec: &E,
+        boxes: &[B],
+    ) -> Result<(), Error> {
+        use crate::exec::{Parts, task_split};
+        const GRAIN: usize = 16 * 1024;
+        const MAX_TASKS: usize = 256;
+        let slots = self.slots.as_mut();
+        let n = boxes.len().min(slots.len());
+        let (tasks, grain) = task_split(n, GRAIN, MAX_TASKS);
+        // Pass 1: per task, the stored ids seen and the first bad one.
+        let mut seen = [(0usize, ABSENT); MAX_TASKS];
+        {
+            let slots = &*slots;
+            exec.run(tasks, Parts::chunks(&mut seen[..tasks], 1), |t, mut out| {
+                let lo = (t * grain).min(n);
+                let hi = (lo + grain).min(n);
+                let mut c = (0usize, ABSENT);
+                for (i, (s, b)) in slots[lo..hi].iter().zip(&boxes[lo..hi]).enumerate() {
+                    if s.dense != ABSENT {
+                        c.0 += 1;
+                        if c.1 == ABSENT && b.check().is_err() {
+                            c.1 = (lo + i) as u32;
+                        }
+                    }
+                }
+                if let Some(o) = out.slice().first_mut() {
+                    *o = c;
+                }
+            });
+        }
+        if let Some(&(_, bad)) = seen[..tasks].iter().find(|c| c.1 != ABSENT) {
+            return boxes[bad as usize].check();
+        }
+        let stored: usize = seen[..tasks].iter().map(|c| c.0).sum();
+        if stored != self.len {
+            return Err(Error::LengthMismatch {
+                expected: self.len,
+                got: stored,
+            });
+        }
+        // Pass 2: every stored id's box.
+        exec.run(tasks, Parts::chunks(&mut slots[..n], grain), |t, mut ps| {
+            let lo = (t * grain).min(n);
+            for (s, b) in ps.slice().iter_mut().zip(&boxes[lo..]) {
+                if s.dense != ABSENT {
+                    s.aabb = *b;
+                }
+            }
+        });
+        Ok(())
+    }
+
     fn slot_of(&self, id: u32) -> Result<&BruteSlot<B>, Error> {
         let slots = self.slots.as_ref();
         crate::ids::stored(slots, id)?;

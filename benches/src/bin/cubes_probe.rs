@@ -1,6 +1,8 @@
 //! Development probe: the paper's moving cubes, one step at a time, with the
-//! hierarchical hash grid, the grid broad phase (`uniform::GridBroadPhase`)
-//! and parry3d's `Bvh` (rebuilt, and refitted) on the very same boxes of
+//! hierarchical hash grid, the grid broad phase (`uniform::GridBroadPhase`;
+//! `grid-tasks` is its parallel form, `par_update_all` and
+//! `par_for_each_overlap`, on one worker: the cost of its tasks) and
+//! parry3d's `Bvh` (rebuilt, and refitted) on the very same boxes of
 //! every step — they take turns inside each
 //! step, the first of each step rotating. Thread CPU time of update + all
 //! pairs per step; medians over the reports' steady state (steps 10–30
@@ -9,9 +11,10 @@
 //! two separate runs minutes apart differ by more than the effects
 //! measured; the broad-phase report (`report -- bp`) is the reference.
 //!
-//! `cargo run --release -p spatium-benches --bin cubes_probe -- [N] [hhg|grid|rebuild|refit ...]`
-//! (default 10⁶ and all four).
+//! `cargo run --release -p spatium-benches --bin cubes_probe -- [N] [hhg|grid|grid-tasks|rebuild|refit ...]`
+//! (default 10⁶ and all but `grid-tasks`).
 
+use spatium::exec::{Padded, Serial};
 use spatium::{Aabb3, BroadPhase, HhgConfig, UpdateStrategy};
 use spatium_benches::bp_peers::ParryBvh;
 use spatium_benches::measure::{Steady, median, time};
@@ -28,7 +31,7 @@ fn main() {
         .iter()
         .skip(1)
         .map(String::as_str)
-        .filter(|s| matches!(*s, "hhg" | "grid" | "rebuild" | "refit"))
+        .filter(|s| matches!(*s, "hhg" | "grid" | "grid-tasks" | "rebuild" | "refit"))
         .collect();
     if names.is_empty() {
         names = vec!["hhg", "grid", "rebuild", "refit"];
@@ -45,6 +48,7 @@ fn main() {
         grid.insert(i as u32, *b).expect("insert");
     }
     let mut updates: Vec<(u32, Aabb3)> = Vec::with_capacity(n);
+    let mut sinks: Vec<Padded<usize>> = Vec::new();
     let mut rebuilt = ParryBvh::new(&sc.boxes);
     let mut refitted = ParryBvh::new(&sc.boxes);
     let steady = Steady::PAPER;
@@ -69,6 +73,14 @@ fn main() {
                     let mut pairs = 0usize;
                     grid.for_each_overlap(|_, _| pairs += 1).expect("pairs");
                     pairs
+                }),
+                "grid-tasks" => time(|| {
+                    grid.par_update_all(&Serial, &sc.boxes).expect("update");
+                    sinks.clear();
+                    sinks.resize(grid.overlap_tasks(), Padded(0));
+                    grid.par_for_each_overlap(&Serial, &mut sinks, |s, _, _| **s += 1)
+                        .expect("pairs");
+                    sinks.iter().map(|s| **s).sum()
                 }),
                 "rebuild" => time(|| {
                     rebuilt.rebuild(&sc.boxes);

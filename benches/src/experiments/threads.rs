@@ -1,5 +1,5 @@
 //! The thread-scaling experiment: `report -- threads [--threads 1,2,4]
-//! [--quick] [--only ceiling,neighbors,bp,kd,hhash,sph] [--out DIR]`.
+//! [--quick] [--only ceiling,neighbors,bp,grid,kd,hhash,sph] [--out DIR]`.
 //!
 //! Every workload runs the same input at each thread count with the host's
 //! executors ([`spatium_host::par::HostExec`]: serial for one thread, a
@@ -99,6 +99,7 @@ const SECTIONS: &[Section] = &[
     ("ceiling", super::threads_ceiling::rows),
     ("neighbors", super::threads_neighbors::rows),
     ("bp", super::threads_hhg::rows),
+    ("grid", super::threads_hhg::grid_only),
     ("kd", super::threads_kd::kd_rows),
     ("hhash", super::threads_kd::hhash_rows),
     ("sph", super::threads_sph::rows),

@@ -1,7 +1,8 @@
 //! The broad-phase section of the thread-scaling experiment: the
-//! hierarchical hash grid on the bp experiment's moving cubes (10⁶ by
-//! default), one step = `par_update_all` + `par_for_each_overlap` into
-//! per-task pair counters, beside parry3d's BVH (rebuilt each step, as in
+//! hierarchical hash grid and the sorted grid (`uniform::GridBroadPhase`)
+//! on the bp experiment's moving cubes (10⁶ by default), one step =
+//! `par_update_all` + `par_for_each_overlap` into per-task pair counters,
+//! beside parry3d's BVH (rebuilt each step, as in
 //! the bp experiment) serial and with its task-parallel pair traversal on a
 //! rayon pool of the same size (parry has no parallel build).
 //!
@@ -27,7 +28,7 @@ use cpu_time::ThreadTime;
 use spatium::exec::Padded;
 use spatium::exec::{Executor, Serial, Split};
 use spatium::{Aabb3, BroadPhase, HhgConfig, UpdateStrategy};
-use spatium_host::make::{self, VecHhg};
+use spatium_host::make::{self, VecGridBp, VecHhg};
 use spatium_host::par::{HostExec, Rayon};
 use spatium_host::scenarios::{BoxScenario, moving_cubes};
 use std::sync::Mutex;
@@ -88,6 +89,92 @@ fn hhg_step(
         (t1 - t0).as_secs_f64() * 1e3,
         (t2 - t1).as_secs_f64() * 1e3,
     )
+}
+
+/// One step of the sorted grid on `exec`, as [`hhg_step`].
+fn grid_step(
+    g: &mut VecGridBp<Aabb3>,
+    exec: &HostExec,
+    boxes: &[Aabb3],
+    sinks: &mut Vec<Padded<Pairs>>,
+) -> (Pairs, f64, f64) {
+    let t0 = Instant::now();
+    g.par_update_all(exec, boxes).expect("update");
+    let t1 = Instant::now();
+    sinks.clear();
+    sinks.resize(g.overlap_tasks(), Padded::default());
+    g.par_for_each_overlap(exec, sinks, |s, a, b| s.add(a, b))
+        .expect("pairs");
+    let mut all = Pairs::default();
+    for s in sinks.iter() {
+        all.count += s.count;
+        all.sum = all.sum.wrapping_add(s.sum);
+    }
+    let t2 = Instant::now();
+    (
+        all,
+        (t1 - t0).as_secs_f64() * 1e3,
+        (t2 - t1).as_secs_f64() * 1e3,
+    )
+}
+
+/// The sorted grid's rows: the protocol of the hash grid's (untimed warm-up
+/// steps, one checked step per thread count, interleaved timed rounds).
+fn grid_rows(
+    setup: &Setup,
+    base: &BoxScenario<Aabb3>,
+    execs: &[HostExec],
+    out: &mut Vec<ThreadRow>,
+) {
+    let n = base.boxes.len();
+    let mut sc = base.clone();
+    let mut g = make::grid_bp::<Aabb3>(n);
+    for (i, b) in sc.boxes.iter().enumerate() {
+        g.insert(i as u32, *b).expect("insert");
+    }
+    for _ in 0..WARM_UP {
+        sc.step();
+        g.update_all(&sc.boxes).expect("update");
+        g.for_each_overlap(|_, _| {}).expect("pairs");
+    }
+    let mut sinks = Vec::new();
+    let mut want = Pairs::default();
+    for (exec, &threads) in execs.iter().zip(&setup.threads) {
+        sc.step();
+        let (got, _, _) = grid_step(&mut g, exec, &sc.boxes, &mut sinks);
+        want = Pairs::default();
+        g.for_each_overlap(|a, b| want.add(a, b)).expect("pairs");
+        assert_eq!(got, want, "grid on {threads} threads");
+    }
+    let mut times = vec![(Vec::new(), Vec::new(), Vec::new()); execs.len()];
+    for _ in 0..timed_steps(setup) {
+        for (exec, (step, update, detect)) in execs.iter().zip(times.iter_mut()) {
+            sc.step();
+            let (_, u, d) = grid_step(&mut g, exec, &sc.boxes, &mut sinks);
+            step.push(u + d);
+            update.push(u);
+            detect.push(d);
+        }
+    }
+    let who = "spatium grid";
+    for (&threads, (step, update, detect)) in setup.threads.iter().zip(&times) {
+        out.push(row(
+            "moving cubes: update + all pairs",
+            who,
+            n,
+            threads,
+            step,
+        ));
+        out.push(row("moving cubes: update", who, n, threads, update));
+        out.push(row("moving cubes: all pairs", who, n, threads, detect));
+        eprintln!(
+            "  grid {n} boxes, {threads} threads: step {:.1} ms (update {:.1}, pairs {:.1}), {} pairs at the last check",
+            median(step),
+            median(update),
+            median(detect),
+            want.count
+        );
+    }
 }
 
 /// Runs every task on the calling thread, as [`Serial`], and adds up the
@@ -167,7 +254,17 @@ fn calling_thread_share(
     );
 }
 
-/// Rows for the hierarchical hash grid and parry3d's BVH.
+/// Rows for the sorted grid alone (`--only grid`: a quick run of its
+/// scaling, the same scene and protocol as in `bp`).
+pub fn grid_only(setup: &Setup) -> Vec<ThreadRow> {
+    let base: BoxScenario<Aabb3> = moving_cubes(size(setup), 9);
+    let execs: Vec<HostExec> = setup.threads.iter().map(|&t| HostExec::new(t)).collect();
+    let mut out = Vec::new();
+    grid_rows(setup, &base, &execs, &mut out);
+    out
+}
+
+/// Rows for the hierarchical hash grid, the sorted grid and parry3d's BVH.
 pub fn rows(setup: &Setup) -> Vec<ThreadRow> {
     let n = size(setup);
     let steps = timed_steps(setup);
@@ -233,6 +330,9 @@ pub fn rows(setup: &Setup) -> Vec<ThreadRow> {
     }
     calling_thread_share(&mut g, &mut sc, steps.max(6), &mut sinks);
     drop(g);
+
+    // The sorted grid.
+    grid_rows(setup, &base, &execs, &mut out);
 
     // parry3d's BVH, rebuilt each step: serial, then its parallel pairs.
     let mut sc = base;

@@ -7,6 +7,8 @@ use crate::geom::{BoundingBox, Point};
 use crate::storage::Storage;
 use crate::traits::BroadPhase;
 
+mod par;
+
 /// Cells along one axis at most: the cell of a coordinate is then computed
 /// to within `2¹⁴ · 2 · 2⁻²⁴ < 2⁻⁷` of a cell, which the cell's margin over
 /// the longest edge ([`crate::uniform::CELL_MARGIN`]) absorbs.
@@ -132,6 +134,12 @@ impl Frame {
         [self.axis(0, p[0]), self.axis(1, p[1]), self.axis(2, p[2])]
     }
 
+    /// Cells of the grid.
+    #[inline]
+    fn total(&self) -> usize {
+        self.dims.iter().product()
+    }
+
     /// Dense cell of a lower corner (x fastest).
     #[inline(always)]
     fn cell<P: Point>(&self, lo: P) -> usize {
@@ -140,6 +148,170 @@ impl Frame {
             k = k * self.dims[a] + self.axis(a, lo.coord(a));
         }
         k
+    }
+}
+
+/// What the frame of a detection needs to know of the boxes: the bounds of
+/// their lower corners and, per size class (binary exponent of the longest
+/// edge), how many boxes and the longest edge among them. Sums and extremes
+/// only, so the census of a set is the merge of its parts' in any order.
+#[derive(Clone, Copy, Debug)]
+struct Census {
+    lo: [f32; 3],
+    hi: [f32; 3],
+    count: [u32; 256],
+    longest: [f32; 256],
+}
+
+/// Words of a [`Census`] kept in a `u32` scratch buffer.
+const CENSUS_WORDS: usize = 6 + 2 * 256;
+
+impl Census {
+    const EMPTY: Self = Self {
+        lo: [f32::INFINITY; 3],
+        hi: [f32::NEG_INFINITY; 3],
+        count: [0; 256],
+        longest: [0.0; 256],
+    };
+
+    /// Adds the boxes at dense positions `range` of the brute force's slots.
+    fn add_all<B: BoundingBox>(&mut self, slots: &[BruteSlot<B>], range: core::ops::Range<usize>) {
+        let dim = B::Point::DIM.min(3);
+        for d in slots.get(range).unwrap_or_default() {
+            let b = slots.get(d.id() as usize).map_or(B::ZERO, BruteSlot::aabb);
+            let bl = b.min();
+            for a in 0..dim {
+                self.lo[a] = self.lo[a].min(bl.coord(a));
+                self.hi[a] = self.hi[a].max(bl.coord(a));
+            }
+            let e = b.longest_edge();
+            let c = edge_class(e) as usize;
+            if let (Some(k), Some(l)) = (self.count.get_mut(c), self.longest.get_mut(c)) {
+                *k += 1;
+                *l = l.max(e);
+            }
+        }
+    }
+
+    /// Adds another census.
+    fn merge(&mut self, o: &Self) {
+        for a in 0..3 {
+            self.lo[a] = self.lo[a].min(o.lo[a]);
+            self.hi[a] = self.hi[a].max(o.hi[a]);
+        }
+        for (k, &c) in self.count.iter_mut().zip(&o.count) {
+            *k = k.saturating_add(c);
+        }
+        for (l, &e) in self.longest.iter_mut().zip(&o.longest) {
+            *l = l.max(e);
+        }
+    }
+
+    /// Writes the census into `w` (at least [`CENSUS_WORDS`] long).
+    fn store(&self, w: &mut [u32]) {
+        let words = self
+            .lo
+            .iter()
+            .chain(&self.hi)
+            .map(|x| x.to_bits())
+            .chain(self.count.iter().copied())
+            .chain(self.longest.iter().map(|x| x.to_bits()));
+        for (o, v) in w.iter_mut().zip(words) {
+            *o = v;
+        }
+    }
+
+    /// Reads a census written by [`store`](Self::store).
+    fn load(w: &[u32]) -> Self {
+        let mut c = Self::EMPTY;
+        let f = |k: usize| f32::from_bits(w.get(k).copied().unwrap_or(0));
+        for a in 0..3 {
+            c.lo[a] = f(a);
+            c.hi[a] = f(3 + a);
+        }
+        for k in 0..256 {
+            c.count[k] = w.get(6 + k).copied().unwrap_or(0);
+            c.longest[k] = f(6 + 256 + k);
+        }
+        c
+    }
+
+    /// The grid over `n` boxes of this census in `dim` dimensions, with at
+    /// most `room` cells; `None` when no grid can take them (a cell edge
+    /// that is not finite).
+    fn fit(&self, dim: usize, n: usize, room: usize) -> Option<Frame> {
+        let (lo, hi) = (self.lo, self.hi);
+        // The smallest class bound with at most `large_allowed` boxes
+        // above it; the longest edge at or below it sets the cell.
+        let allowed = large_allowed(n);
+        let mut above = 0usize;
+        let mut large_above = 255u32;
+        for c in (0..256usize).rev() {
+            let k = self.count.get(c).copied().unwrap_or(0) as usize;
+            if above + k > allowed {
+                break;
+            }
+            above += k;
+            large_above = c.saturating_sub(1) as u32;
+            if c == 0 {
+                break;
+            }
+        }
+        let longest = self
+            .longest
+            .iter()
+            .take(large_above as usize + 1)
+            .fold(0.0f32, |m, &l| m.max(l));
+        let mut cell = longest * crate::cell::CELL_MARGIN;
+        // In a sparse scene, cells up to 1.5 times that, towards two boxes
+        // per cell on average over the corners' bounding box: fewer, fuller
+        // cells cost less per box (on the moving cubes, half a box per
+        // longest edge cubed, 1.5 times took a step at 10⁶ from 132 to
+        // 120 ms in a first version of the sweep; 2 times, 133).
+        let mut volume = 1.0f32;
+        for a in 0..dim {
+            volume *= hi[a] - lo[a];
+        }
+        let per_two = 2.0 * volume / n.max(1) as f32;
+        let edge = if dim == 3 {
+            libm::cbrtf(per_two)
+        } else {
+            libm::sqrtf(per_two)
+        };
+        if edge.is_finite() {
+            cell = cell.max(edge.min(1.5 * cell));
+        }
+        for a in 0..dim {
+            cell = cell.max((hi[a] - lo[a]) / AXIS_CELLS);
+        }
+        if cell == 0.0 {
+            // Every box one and the same point.
+            cell = 1.0;
+        }
+        // Cells are numbered in `u32`.
+        let room = room.clamp(1, u32::MAX as usize);
+        for _ in 0..160 {
+            if !(cell.is_finite() && cell > 0.0) {
+                return None;
+            }
+            let mut dims = [1usize; 3];
+            let mut cells = 1usize;
+            for a in 0..dim {
+                // At most `AXIS_CELLS` + 1.
+                dims[a] = ((hi[a] - lo[a]) / cell) as usize + 1;
+                cells = cells.saturating_mul(dims[a]);
+            }
+            if cells <= room {
+                return Some(Frame {
+                    origin: lo,
+                    inv: 1.0 / cell,
+                    dims,
+                    large_above,
+                });
+            }
+            cell *= 2.0;
+        }
+        None
     }
 }
 
@@ -181,6 +353,30 @@ where
             .min(self.words.as_ref().len() / words_per_box::<B::Point>())
     }
 
+    /// Gives every stored id `i` the box `boxes[i]`: the brute force's
+    /// [`update_all`](BruteForceBroadPhase::update_all) (ids not stored
+    /// are ignored; nothing changes on error).
+    ///
+    /// # Errors
+    /// [`Error::LengthMismatch`] unless every stored id is below
+    /// `boxes.len()`; the errors of [`BroadPhase::update`] for a bad box.
+    pub fn update_all(&mut self, boxes: &[B]) -> Result<(), Error> {
+        self.boxes.update_all(boxes)
+    }
+
+    /// [`update_all`](Self::update_all) in tasks on `exec`
+    /// ([`BruteForceBroadPhase::par_update_all`]).
+    ///
+    /// # Errors
+    /// As [`update_all`](Self::update_all).
+    pub fn par_update_all<E: crate::exec::Executor>(
+        &mut self,
+        exec: &E,
+        boxes: &[B],
+    ) -> Result<(), Error> {
+        self.boxes.par_update_all(exec, boxes)
+    }
+
     /// The cell edge of the last detection: a little over the longest edge
     /// of the boxes that are not large (up to 1.5 times that in a sparse
     /// scene), or more where the cells did not fit `starts`; 0 before
@@ -193,108 +389,20 @@ where
     /// The grid over the stored boxes' lower corners; `None` when no grid
     /// can take them (a cell edge that is not finite).
     fn frame(&self) -> Option<Frame> {
-        let dim = B::Point::DIM.min(3);
         let (slots, n) = self.boxes.dense_slots();
-        // Per size class (binary exponent of the longest edge): how many
-        // boxes and the longest edge among them.
-        let mut count = [0u32; 256];
-        let mut class_longest = [0.0f32; 256];
-        let mut lo = [f32::INFINITY; 3];
-        let mut hi = [f32::NEG_INFINITY; 3];
-        for d in slots.iter().take(n) {
-            let b = slots.get(d.id() as usize).map_or(B::ZERO, BruteSlot::aabb);
-            let bl = b.min();
-            for a in 0..dim {
-                lo[a] = lo[a].min(bl.coord(a));
-                hi[a] = hi[a].max(bl.coord(a));
-            }
-            let e = b.longest_edge();
-            let c = edge_class(e) as usize;
-            if let (Some(k), Some(l)) = (count.get_mut(c), class_longest.get_mut(c)) {
-                *k += 1;
-                *l = l.max(e);
-            }
-        }
-        // The smallest class bound with at most `large_allowed` boxes
-        // above it; the longest edge at or below it sets the cell.
-        let allowed = large_allowed(n);
-        let mut above = 0usize;
-        let mut large_above = 255u32;
-        for c in (0..256usize).rev() {
-            let k = count.get(c).copied().unwrap_or(0) as usize;
-            if above + k > allowed {
-                break;
-            }
-            above += k;
-            large_above = c.saturating_sub(1) as u32;
-            if c == 0 {
-                break;
-            }
-        }
-        let longest = class_longest
-            .iter()
-            .take(large_above as usize + 1)
-            .fold(0.0f32, |m, &l| m.max(l));
-        let mut cell = longest * crate::cell::CELL_MARGIN;
-        // In a sparse scene, cells up to 1.5 times that, towards two boxes
-        // per cell on average over the corners' bounding box: fewer, fuller
-        // cells cost less per box (on the moving cubes, half a box per
-        // longest edge cubed, 1.5 times took a step at 10⁶ from 132 to
-        // 120 ms in a first version of the sweep; 2 times, 133).
-        let mut volume = 1.0f32;
-        for a in 0..dim {
-            volume *= hi[a] - lo[a];
-        }
-        let per_two = 2.0 * volume / n.max(1) as f32;
-        let edge = if dim == 3 {
-            libm::cbrtf(per_two)
-        } else {
-            libm::sqrtf(per_two)
-        };
-        if edge.is_finite() {
-            cell = cell.max(edge.min(1.5 * cell));
-        }
-        for a in 0..dim {
-            cell = cell.max((hi[a] - lo[a]) / AXIS_CELLS);
-        }
-        if cell == 0.0 {
-            // Every box one and the same point.
-            cell = 1.0;
-        }
-        // Cells are numbered in `u32`.
-        let room = self.starts.as_ref().len().clamp(1, u32::MAX as usize);
-        for _ in 0..160 {
-            if !(cell.is_finite() && cell > 0.0) {
-                return None;
-            }
-            let mut dims = [1usize; 3];
-            let mut cells = 1usize;
-            for a in 0..dim {
-                // At most `AXIS_CELLS` + 1.
-                dims[a] = ((hi[a] - lo[a]) / cell) as usize + 1;
-                cells = cells.saturating_mul(dims[a]);
-            }
-            if cells <= room {
-                return Some(Frame {
-                    origin: lo,
-                    inv: 1.0 / cell,
-                    dims,
-                    large_above,
-                });
-            }
-            cell *= 2.0;
-        }
-        None
+        let mut census = Census::EMPTY;
+        census.add_all(slots, 0..n);
+        census.fit(B::Point::DIM.min(3), n, self.starts.as_ref().len())
     }
 
-    /// Every overlapping pair through the grid; `false` (nothing called)
-    /// when no grid can take the boxes.
-    fn grid_pairs<F: FnMut(u32, u32)>(&mut self, f: &mut F) -> bool {
+    /// Sorts the boxes into the grid of this detection on the calling
+    /// thread: the frame and the number of boxes in the grid (the large
+    /// ones follow them in the planes); `None` (nothing written) when no
+    /// grid can take the boxes.
+    fn prepare(&mut self) -> Option<(Frame, usize)> {
         let dim = B::Point::DIM.min(3);
-        let Some(frame) = self.frame() else {
-            return false;
-        };
-        let total: usize = frame.dims.iter().product();
+        let frame = self.frame()?;
+        let total = frame.total();
         let (slots, n) = self.boxes.dense_slots();
         let cap = self.words.as_ref().len() / words_per_box::<B::Point>();
         let (coords, rest) = self.words.as_mut().split_at_mut(2 * dim * cap);
@@ -304,7 +412,7 @@ where
             ids.get_mut(..n),
             self.starts.as_mut().get_mut(..total),
         ) else {
-            return false;
+            return None;
         };
         // Count, then turn the counts into starts; large boxes are marked
         // and go after the others.
@@ -346,30 +454,87 @@ where
             }
         }
         let coords: &mut [f32] = bytemuck::cast_slice_mut(coords);
-        for (k, &id) in ids.iter().enumerate() {
-            let b = slots.get(id as usize).map_or(B::ZERO, BruteSlot::aabb);
-            let (lo, hi) = (b.min(), b.max());
-            for a in 0..dim {
-                if let Some(c) = coords.get_mut(a * cap + k) {
-                    *c = lo.coord(a);
-                }
-                if let Some(c) = coords.get_mut((dim + a) * cap + k) {
-                    *c = hi.coord(a);
-                }
-            }
-        }
-        let coords: &[f32] = coords;
+        gather(slots, ids, &mut planes_mut::<B::Point>(coords, cap, n));
+        self.cell = 1.0 / frame.inv;
+        Some((frame, n - large))
+    }
+
+    /// The sorted boxes of the last [`prepare`](Self::prepare) as planes,
+    /// and the ends of the cells of its `frame`.
+    fn view(&self, frame: &Frame) -> (BoxPlanes<'_>, &[u32]) {
+        let dim = B::Point::DIM.min(3);
+        let n = self.boxes.box_count();
+        let cap = self.words.as_ref().len() / words_per_box::<B::Point>();
+        let (coords, rest) = self.words.as_ref().split_at(2 * dim * cap);
+        let coords: &[f32] = bytemuck::cast_slice(coords);
+        // Whole planes (`cap` long, past `n` whatever an earlier detection
+        // left): planes of one length test faster (in the sweep at 10⁶
+        // moving cubes, 72 against 91 ms with planes cut to `n`); lanes
+        // past `n` are masked off.
         let plane = |p: usize| coords.get(p * cap..(p + 1) * cap).unwrap_or_default();
         let z = if dim == 3 { 2 } else { 0 };
         let planes = BoxPlanes {
             lo: [plane(0), plane(1), plane(z)],
             hi: [plane(dim), plane(dim + 1), plane(dim + z)],
-            ids,
+            ids: rest.get(..n).unwrap_or_default(),
         };
-        self.cell = 1.0 / frame.inv;
-        sweep(&frame, dim, starts, &planes, f);
-        large_pairs(&frame, dim, starts, &planes, n - large..n, f);
+        let ends = self
+            .starts
+            .as_ref()
+            .get(..frame.total())
+            .unwrap_or_default();
+        (planes, ends)
+    }
+
+    /// Every overlapping pair through the grid; `false` (nothing called)
+    /// when no grid can take the boxes.
+    fn grid_pairs<F: FnMut(u32, u32)>(&mut self, f: &mut F) -> bool {
+        let Some((frame, m)) = self.prepare() else {
+            return false;
+        };
+        let dim = B::Point::DIM.min(3);
+        let n = self.boxes.box_count();
+        let (planes, ends) = self.view(&frame);
+        sweep(&frame, dim, ends, &planes, 0..frame.total(), f);
+        large_pairs(&frame, dim, ends, &planes, m..n, f);
         true
+    }
+}
+
+/// The coordinate planes of `words`' first `2·dim·cap` words, each cut to
+/// its first `n`: lower corners' axes 0, 1, 2, then upper corners' (the
+/// planes of a missing axis are empty).
+fn planes_mut<P: Point>(coords: &mut [f32], cap: usize, n: usize) -> [&mut [f32]; 6] {
+    let dim = P::DIM.min(3);
+    let mut out: [&mut [f32]; 6] = Default::default();
+    let mut rest = coords;
+    for p in 0..2 * dim {
+        let (head, tail) = rest.split_at_mut(cap.min(rest.len()));
+        rest = tail;
+        let slot = if p < dim { p } else { 3 + p - dim };
+        if let Some(o) = out.get_mut(slot) {
+            let len = head.len();
+            *o = head.get_mut(..n.min(len)).unwrap_or_default();
+        }
+    }
+    out
+}
+
+/// Writes the boxes of `ids` into the planes (as cut by [`planes_mut`],
+/// or pieces of them starting at the same sorted position as `ids`).
+fn gather<B: BoundingBox>(slots: &[BruteSlot<B>], ids: &[u32], planes: &mut [&mut [f32]; 6]) {
+    let dim = B::Point::DIM.min(3);
+    for (j, &id) in ids.iter().enumerate() {
+        let b = slots.get(id as usize).map_or(B::ZERO, BruteSlot::aabb);
+        let (lo, hi) = (b.min(), b.max());
+        for a in 0..dim {
+            if let Some(c) = planes.get_mut(a).and_then(|p| p.get_mut(j)) {
+                *c = lo.coord(a);
+            }
+            if let Some(c) = planes.get_mut(3 + a).and_then(|p| p.get_mut(j)) {
+                *c = hi.coord(a);
+            }
+        }
     }
 }
 
@@ -397,11 +562,12 @@ impl Ends<'_> {
 /// The cell mark of a large box.
 const LARGE: u32 = u32::MAX;
 
-/// The pairs of the large boxes (sorted positions `large`): each against
-/// the grid's boxes in the cells its box covers, widened by one cell below
-/// (a grid box overlapping it has its lower corner at most one cell below
-/// the large box's, and none above its upper corner), then against the
-/// large boxes after it.
+/// The pairs of the large boxes at sorted positions `large` (the large
+/// boxes are the last in the planes): each against the grid's boxes in the
+/// cells its box covers, widened by one cell below (a grid box overlapping
+/// it has its lower corner at most one cell below the large box's, and
+/// none above its upper corner), then against the large boxes after it.
+#[inline(always)]
 fn large_pairs<F: FnMut(u32, u32)>(
     frame: &Frame,
     dim: usize,
@@ -413,7 +579,7 @@ fn large_pairs<F: FnMut(u32, u32)>(
     let [nx, ny, nz] = frame.dims;
     let cells = Ends(ends);
     let (start, end) = (|k| cells.start(k), |k| cells.end(k));
-    let last = large.end;
+    let last = p.ids.len();
     for i in large {
         let q = p.probe(dim, i);
         let (c0, c1) = (frame.coords(&q.lo), frame.coords(&q.hi));
@@ -441,6 +607,7 @@ const HALF_ROWS_2D: [(isize, isize); 1] = [(1, 0)];
 /// The sorted boxes as planes: plane `p < DIM` the lower corners'
 /// coordinate `p`, plane `DIM + p` the upper corners', each `n` long, and
 /// their ids.
+#[derive(Clone, Copy)]
 struct BoxPlanes<'a> {
     lo: [&'a [f32]; 3],
     hi: [&'a [f32]; 3],
@@ -527,13 +694,16 @@ impl BoxPlanes<'_> {
     }
 }
 
-/// The pairs of every cell with itself and its forward cells; `ends[k]` is
-/// the end of cell `k` in the planes (its start the previous cell's end).
+/// The pairs of the cells `cells` with themselves and their forward cells;
+/// `ends[k]` is the end of cell `k` in the planes (its start the previous
+/// cell's end). Always inlined, so `dim` is a constant in the lane tests.
+#[inline(always)]
 fn sweep<F: FnMut(u32, u32)>(
     frame: &Frame,
     dim: usize,
     ends: &[u32],
     p: &BoxPlanes<'_>,
+    cells: core::ops::Range<usize>,
     f: &mut F,
 ) {
     let rows: &[(isize, isize)] = if dim == 3 {
@@ -542,41 +712,47 @@ fn sweep<F: FnMut(u32, u32)>(
         &HALF_ROWS_2D
     };
     let [nx, ny, nz] = frame.dims;
-    let cells = Ends(ends);
-    let (start, end) = (|k| cells.start(k), |k| cells.end(k));
+    let ends = Ends(ends);
+    let (start, end) = (|k| ends.start(k), |k| ends.end(k));
     let mut fwd = [(0usize, 0usize); 6];
-    for z in 0..nz {
-        for y in 0..ny {
-            let row = (z * ny + y) * nx;
-            for x in 0..nx {
-                let k = row + x;
-                let (lo, hi) = (start(k), end(k));
-                if lo == hi {
+    if cells.is_empty() {
+        return;
+    }
+    // Row by row (a row: the cells of one `y`, `z`), each from its first
+    // cell in `cells` to its last.
+    for row_index in cells.start / nx..=(cells.end - 1) / nx {
+        let (y, z) = (row_index % ny, row_index / ny);
+        let row = row_index * nx;
+        let x_first = cells.start.saturating_sub(row);
+        let x_end = (cells.end - row).min(nx);
+        for x in x_first..x_end {
+            let k = row + x;
+            let (lo, hi) = (start(k), end(k));
+            if lo == hi {
+                continue;
+            }
+            // The cell's own later boxes and the next cell of its row are
+            // one range; then the three cells of each forward row.
+            let mut m = 0;
+            let (x0, x1) = (x.saturating_sub(1), (x + 1).min(nx - 1));
+            for &(dy, dz) in rows {
+                let (yy, zz) = (y as isize + dy, z as isize + dz);
+                if yy < 0 || zz < 0 || yy as usize >= ny || zz as usize >= nz {
                     continue;
                 }
-                // The cell's own later boxes and the next cell of its row
-                // are one range; then the three cells of each forward row.
-                let mut m = 0;
-                let (x0, x1) = (x.saturating_sub(1), (x + 1).min(nx - 1));
-                for &(dy, dz) in rows {
-                    let (yy, zz) = (y as isize + dy, z as isize + dz);
-                    if yy < 0 || zz < 0 || yy as usize >= ny || zz as usize >= nz {
-                        continue;
-                    }
-                    let r = (zz as usize * ny + yy as usize) * nx;
-                    let (a, b) = (start(r + x0), end(r + x1));
-                    if a < b {
-                        fwd[m] = (a, b);
-                        m += 1;
-                    }
+                let r = (zz as usize * ny + yy as usize) * nx;
+                let (a, b) = (start(r + x0), end(r + x1));
+                if a < b {
+                    fwd[m] = (a, b);
+                    m += 1;
                 }
-                let next = if x + 1 < nx { end(k + 1) } else { hi };
-                for i in lo..hi {
-                    let q = p.probe(dim, i);
-                    p.test(dim, &q, (i + 1, next), f);
-                    for &r in &fwd[..m] {
-                        p.test(dim, &q, r, f);
-                    }
+            }
+            let next = if x + 1 < nx { end(k + 1) } else { hi };
+            for i in lo..hi {
+                let q = p.probe(dim, i);
+                p.test(dim, &q, (i + 1, next), f);
+                for &r in &fwd[..m] {
+                    p.test(dim, &q, r, f);
                 }
             }
         }
@@ -643,6 +819,32 @@ where
 
     fn query<F: FnMut(u32)>(&mut self, aabb: &B, f: F) -> Result<(), Error> {
         self.boxes.query(aabb, f)
+    }
+
+    /// Tasks of about 16 384 boxes for the grid (at most 256), then tasks
+    /// of 64 large boxes for the allowance of large boxes (`4√n`, at least
+    /// 8): a number fixed by the box count.
+    fn overlap_tasks(&self) -> usize {
+        Self::tasks_for(self.boxes.box_count())
+    }
+
+    /// The sort into the grid and the sweep in tasks (see
+    /// [`GridBroadPhase`]'s parallel form): sink `t < grid tasks` gets the
+    /// pairs of the cells whose boxes start in its share of the sorted
+    /// boxes, the later sinks those of the large boxes.
+    fn par_for_each_overlap<E, K, F>(
+        &mut self,
+        exec: &E,
+        sinks: &mut [K],
+        f: F,
+    ) -> Result<(), Error>
+    where
+        E: crate::exec::Executor,
+        K: Send,
+        F: Fn(&mut K, u32, u32) + Sync,
+        Self: Send + Sync,
+    {
+        self.par_overlaps(exec, sinks, f)
     }
 }
 
