@@ -1,5 +1,7 @@
 //! The thread-scaling experiment: `report -- threads [--threads 1,2,4]
 //! [--quick] [--only ceiling,neighbors,bp,grid,kd,hhash,sph] [--out DIR]`.
+//! `grid` (the sorted grid broad phase alone, a quick run of its scaling)
+//! is also part of `bp`; a run without `--only` leaves it out.
 //!
 //! Every workload runs the same input at each thread count with the host's
 //! executors ([`spatium_host::par::HostExec`]: serial for one thread, a
@@ -94,6 +96,10 @@ impl Setup {
 /// A section: a name for `--only` and the function measuring it.
 type Section = (&'static str, fn(&Setup) -> Vec<ThreadRow>);
 
+/// Sections that a run without `--only` leaves out (they repeat a part of
+/// another).
+const ON_REQUEST: &[&str] = &["grid"];
+
 /// The sections, in report order.
 const SECTIONS: &[Section] = &[
     ("ceiling", super::threads_ceiling::rows),
@@ -185,7 +191,12 @@ pub fn main(args: &[String]) -> ExitCode {
     let mut prov = crate::provenance::Provenance::start();
     let mut body = String::new();
     for (name, section) in SECTIONS {
-        if only.as_ref().is_some_and(|o| !o.contains(name)) {
+        // `grid` is a part of `bp`, run alone only when asked for.
+        let wanted = match &only {
+            Some(o) => o.contains(name),
+            None => !ON_REQUEST.contains(name),
+        };
+        if !wanted {
             continue;
         }
         eprintln!("threads: {name}");

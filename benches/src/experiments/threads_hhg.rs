@@ -138,42 +138,73 @@ fn grid_rows(
         g.for_each_overlap(|_, _| {}).expect("pairs");
     }
     let mut sinks = Vec::new();
-    let mut want = Pairs::default();
-    for (exec, &threads) in execs.iter().zip(&setup.threads) {
-        sc.step();
-        let (got, _, _) = grid_step(&mut g, exec, &sc.boxes, &mut sinks);
-        want = Pairs::default();
-        g.for_each_overlap(|a, b| want.add(a, b)).expect("pairs");
-        assert_eq!(got, want, "grid on {threads} threads");
-    }
-    let mut times = vec![(Vec::new(), Vec::new(), Vec::new()); execs.len()];
-    for _ in 0..timed_steps(setup) {
-        for (exec, (step, update, detect)) in execs.iter().zip(times.iter_mut()) {
-            sc.step();
-            let (_, u, d) = grid_step(&mut g, exec, &sc.boxes, &mut sinks);
-            step.push(u + d);
-            update.push(u);
-            detect.push(d);
+    let mut rig = Rig {
+        setup,
+        execs,
+        sc: &mut sc,
+        sinks: &mut sinks,
+    };
+    rig.rows(&mut g, grid_step, "grid", "spatium grid", out);
+}
+
+/// What [`Rig::rows`] steps: the scene, the executors, the sinks.
+struct Rig<'a> {
+    setup: &'a Setup,
+    execs: &'a [HostExec],
+    sc: &'a mut BoxScenario<Aabb3>,
+    sinks: &'a mut Vec<Padded<Pairs>>,
+}
+
+/// One step of a structure on an executor: its pairs, update and
+/// detection times.
+type StepFn<G> = fn(&mut G, &HostExec, &[Aabb3], &mut Vec<Padded<Pairs>>) -> (Pairs, f64, f64);
+
+impl Rig<'_> {
+    /// After the warm-up: one untimed step per thread count (the pool's
+    /// first use), checked against the serial detection; then timed steps
+    /// in interleaved rounds (each round steps the scene once per thread
+    /// count, so a slow spell of the machine falls on all alike); pushes
+    /// the step, update and detection rows of `who`.
+    fn rows<G: BroadPhase<Aabb3>>(
+        &mut self,
+        g: &mut G,
+        step: StepFn<G>,
+        name: &str,
+        who: &str,
+        out: &mut Vec<ThreadRow>,
+    ) {
+        let n = self.sc.boxes.len();
+        let threads = &self.setup.threads;
+        let mut want = Pairs::default();
+        for (exec, &t) in self.execs.iter().zip(threads) {
+            self.sc.step();
+            let (got, _, _) = step(g, exec, &self.sc.boxes, self.sinks);
+            want = Pairs::default();
+            g.for_each_overlap(|a, b| want.add(a, b)).expect("pairs");
+            assert_eq!(got, want, "{name} on {t} threads");
         }
-    }
-    let who = "spatium grid";
-    for (&threads, (step, update, detect)) in setup.threads.iter().zip(&times) {
-        out.push(row(
-            "moving cubes: update + all pairs",
-            who,
-            n,
-            threads,
-            step,
-        ));
-        out.push(row("moving cubes: update", who, n, threads, update));
-        out.push(row("moving cubes: all pairs", who, n, threads, detect));
-        eprintln!(
-            "  grid {n} boxes, {threads} threads: step {:.1} ms (update {:.1}, pairs {:.1}), {} pairs at the last check",
-            median(step),
-            median(update),
-            median(detect),
-            want.count
-        );
+        let mut times = vec![(Vec::new(), Vec::new(), Vec::new()); self.execs.len()];
+        for _ in 0..timed_steps(self.setup) {
+            for (exec, (total, update, detect)) in self.execs.iter().zip(times.iter_mut()) {
+                self.sc.step();
+                let (_, u, d) = step(g, exec, &self.sc.boxes, self.sinks);
+                total.push(u + d);
+                update.push(u);
+                detect.push(d);
+            }
+        }
+        for (&t, (total, update, detect)) in threads.iter().zip(&times) {
+            out.push(row("moving cubes: update + all pairs", who, n, t, total));
+            out.push(row("moving cubes: update", who, n, t, update));
+            out.push(row("moving cubes: all pairs", who, n, t, detect));
+            eprintln!(
+                "  {name} {n} boxes, {t} threads: step {:.1} ms (update {:.1}, pairs {:.1}), {} pairs at the last check",
+                median(total),
+                median(update),
+                median(detect),
+                want.count
+            );
+        }
     }
 }
 
@@ -287,47 +318,13 @@ pub fn rows(setup: &Setup) -> Vec<ThreadRow> {
     }
     let mut sinks = Vec::new();
     let execs: Vec<HostExec> = setup.threads.iter().map(|&t| HostExec::new(t)).collect();
-    // One untimed step per thread count (the pool's first use), checked
-    // against the serial detection.
-    let mut want = Pairs::default();
-    for (exec, &threads) in execs.iter().zip(&setup.threads) {
-        sc.step();
-        let (got, _, _) = hhg_step(&mut g, exec, &sc.boxes, &mut sinks);
-        want = Pairs::default();
-        g.for_each_overlap(|a, b| want.add(a, b)).expect("pairs");
-        assert_eq!(got, want, "hhg on {threads} threads");
+    Rig {
+        setup,
+        execs: &execs,
+        sc: &mut sc,
+        sinks: &mut sinks,
     }
-    // Timed steps in interleaved rounds: each round steps the scene once
-    // per thread count, so a slow spell of the machine falls on all alike.
-    let mut times = vec![(Vec::new(), Vec::new(), Vec::new()); execs.len()];
-    for _ in 0..steps {
-        for (exec, (step, update, detect)) in execs.iter().zip(times.iter_mut()) {
-            sc.step();
-            let (_, u, d) = hhg_step(&mut g, exec, &sc.boxes, &mut sinks);
-            step.push(u + d);
-            update.push(u);
-            detect.push(d);
-        }
-    }
-    let who = "spatium hhg";
-    for (&threads, (step, update, detect)) in setup.threads.iter().zip(&times) {
-        out.push(row(
-            "moving cubes: update + all pairs",
-            who,
-            n,
-            threads,
-            step,
-        ));
-        out.push(row("moving cubes: update", who, n, threads, update));
-        out.push(row("moving cubes: all pairs", who, n, threads, detect));
-        eprintln!(
-            "  hhg {n} boxes, {threads} threads: step {:.1} ms (update {:.1}, pairs {:.1}), {} pairs at the last check",
-            median(step),
-            median(update),
-            median(detect),
-            want.count
-        );
-    }
+    .rows(&mut g, hhg_step, "hhg", "spatium hhg", &mut out);
     calling_thread_share(&mut g, &mut sc, steps.max(6), &mut sinks);
     drop(g);
 

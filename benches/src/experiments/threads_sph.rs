@@ -45,11 +45,7 @@
 //! Each figure is the median wall-clock time of one step (one untimed
 //! warm-up step, then at least 5 steps and 1 s; 3 steps with `--quick` or
 //! from [`LARGE_N`] particles on, so that `--n 1000000` with five thread
-//! counts stays within about two minutes on 16 cores). The
-//! `par_step_lists` rows time their thread counts in interleaved rounds (7,
-//! or 3 with `--quick` or from [`LARGE_N`] on: one step on every thread
-//! count per round), as the neighbour and broad-phase sections do; the
-//! other rows one count after another.
+//! counts stays within about two minutes on 16 cores).
 
 use spatium::exec::Executor;
 use spatium::sph::{Fluid, GatherSlot, ParticleState, SphParams, Stage, StageTimer};
@@ -271,34 +267,16 @@ pub fn rows(setup: &Setup) -> Vec<ThreadRow> {
         runs,
     };
 
-    // `par_step_lists` in interleaved rounds: one rig per thread count,
-    // each from the snapshot (the same states: the step's result does not
-    // depend on the thread count), one untimed step each, then each round
-    // times one step on every thread count in turn, so a slow spell of the
-    // machine falls on all alike.
-    {
-        let execs: Vec<HostExec> = setup.threads.iter().map(|&t| HostExec::new(t)).collect();
-        let mut rigs: Vec<Rig> = execs.iter().map(|_| Rig::new(snapshot.clone())).collect();
-        for (rig, exec) in rigs.iter_mut().zip(&execs) {
-            rig.par_step_lists(exec);
-        }
-        let rounds = if setup.quick || n >= LARGE_N { 3 } else { 7 };
-        let mut times = vec![Vec::new(); execs.len()];
-        for _ in 0..rounds {
-            for ((rig, exec), v) in rigs.iter_mut().zip(&execs).zip(times.iter_mut()) {
-                let (_, t) = crate::measure::time(|| rig.par_step_lists(exec));
-                v.push(t.wall_ms());
-            }
-        }
-        for (((rig, exec), v), &t) in rigs.iter_mut().zip(&execs).zip(&times).zip(&setup.threads) {
-            let m = (crate::measure::median(v), v.len());
-            eprintln!(
-                "  sph par_step_lists, {n} particles, {t} threads: {:.2} ms",
-                m.0
-            );
-            rows.push(row("SPH step (par_step_lists)", "spatium", t, m));
-            stage_split(rig, exec, t);
-        }
+    for &t in &setup.threads {
+        let exec = HostExec::new(t);
+        let mut rig = Rig::new(snapshot.clone());
+        let m = median_steps(setup, &mut rig, false, |r| r.par_step_lists(&exec));
+        eprintln!(
+            "  sph par_step_lists, {n} particles, {t} threads: {:.2} ms",
+            m.0
+        );
+        rows.push(row("SPH step (par_step_lists)", "spatium", t, m));
+        stage_split(&mut rig, &exec, t);
     }
     if n < LARGE_N {
         for &t in &setup.threads {

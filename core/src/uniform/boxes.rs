@@ -51,6 +51,15 @@ const AXIS_CELLS: f32 = 16384.0;
 /// than the allowance so long that they are not a finite `f32`), the
 /// detection is the all-pairs test, `O(n²)`, with the same result.
 ///
+/// **On many workers.** [`par_update_all`](Self::par_update_all) and
+/// [`par_for_each_overlap`](BroadPhase::par_for_each_overlap) run every
+/// pass in tasks through an [`Executor`](crate::exec::Executor): the
+/// census, the counting sort (each worker owns a range of cells), the
+/// gather and the sweep; [`overlap_tasks`](BroadPhase::overlap_tasks)
+/// sinks, fixed by the box count, each with the same pairs in the same
+/// order for every executor. No memory beyond the buffers above, and under
+/// 10 KiB of stack per call (per-task results, the prefix sums' partials).
+///
 /// **Memory.** `C · (size_of::<B>() + 8)` bytes of slots (32 per id in 3D,
 /// 24 in 2D), `2·DIM + 2` words per box of `words` (the boxes in cell
 /// order, as planes of coordinates, their ids and their cells: 32 bytes per
