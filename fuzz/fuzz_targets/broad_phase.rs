@@ -4,7 +4,8 @@
 //! faulty boxes, ids beyond the capacity, `update_many` batches, queries,
 //! clears) and judged after every operation by the shared model
 //! (`BroadModel`), exactly as the property tests (`model_props.rs`) judge
-//! their proptest-generated sequences.
+//! their proptest-generated sequences; its pair checks run the parallel
+//! detection too (on `Serial` and on two scoped threads).
 
 #![no_main]
 

@@ -18,7 +18,7 @@ use crate::model::{
 };
 
 /// Applies `op` and requires `want`, with the whole state checked.
-fn broad_step<B: TestBox, T: RayCast<B> + Validate>(
+fn broad_step<B: TestBox, T: RayCast<B> + Validate + Send + Sync>(
     t: &mut T,
     m: &mut BroadModel<B>,
     op: BroadOp<B>,
@@ -54,7 +54,9 @@ fn bx<B: TestBox>(lo: [f32; 3], hi: [f32; 3]) -> BoxSpec<B> {
 ///
 /// # Panics
 /// On the first broken rule, naming it.
-pub fn broad_phase_contract<B: TestBox, T: RayCast<B> + Validate>(make: impl Fn() -> T) {
+pub fn broad_phase_contract<B: TestBox, T: RayCast<B> + Validate + Send + Sync>(
+    make: impl Fn() -> T,
+) {
     let d = B::Point::DIM;
     let mut t = make();
     let cap = t.capacity();

@@ -351,7 +351,9 @@ pub enum BroadOp<B> {
     /// `clear()`.
     Clear,
     /// `for_each_overlap` twice (the same sequence both times: the pair
-    /// order is deterministic), and every stored box as a query.
+    /// order is deterministic), `par_for_each_overlap` on `Serial` and on
+    /// two threads (the same sinks, the model's pairs), and every stored
+    /// box as a query.
     Overlaps,
     /// `query(box)`, exact answer.
     Query(BoxSpec<B>),
@@ -519,7 +521,7 @@ impl<B: TestBox> BroadModel<B> {
     ///
     /// # Errors
     /// A message naming the operation and what differs.
-    pub fn apply<T: RayCast<B> + Validate>(
+    pub fn apply<T: RayCast<B> + Validate + Send + Sync>(
         &mut self,
         t: &mut T,
         op: &BroadOp<B>,
@@ -529,7 +531,7 @@ impl<B: TestBox> BroadModel<B> {
         Ok(r)
     }
 
-    fn apply_op<T: RayCast<B> + Validate>(
+    fn apply_op<T: RayCast<B> + Validate + Send + Sync>(
         &mut self,
         t: &mut T,
         op: &BroadOp<B>,
@@ -618,6 +620,7 @@ impl<B: TestBox> BroadModel<B> {
                     ensure!(a == b, "for_each_overlap is not deterministic");
                 }
                 self.check_overlaps(t)?;
+                self.check_par_overlaps(t)?;
                 for q in self.slots.iter().flatten() {
                     let _ = self.check_query(t, q)?;
                 }
@@ -941,11 +944,48 @@ impl<B: TestBox> BroadModel<B> {
         Ok(())
     }
 
+    /// `par_for_each_overlap` on the calling thread (`Serial`) and on two
+    /// scoped threads: the same sinks (each one's pairs in the same order)
+    /// on both, and their pairs the model's, each once (a structure-specific
+    /// error, a full scratch buffer, is accepted).
+    ///
+    /// # Errors
+    /// A message naming what differs.
+    pub fn check_par_overlaps<T: BroadPhase<B> + Send + Sync>(
+        &self,
+        t: &mut T,
+    ) -> Result<(), String> {
+        type Sinks = Vec<Vec<(u32, u32)>>;
+        let mut serial: Sinks = vec![Vec::new(); t.overlap_tasks()];
+        let ra = t.par_for_each_overlap(&spatium::exec::Serial, &mut serial, |s, a, b| {
+            s.push((a, b))
+        });
+        let mut two: Sinks = vec![Vec::new(); t.overlap_tasks()];
+        let rb =
+            t.par_for_each_overlap(&spatium_host::par::Threads::new(2), &mut two, |s, a, b| {
+                s.push((a, b))
+            });
+        match (ra, rb) {
+            (Ok(()), Ok(())) => {
+                ensure!(
+                    serial == two,
+                    "par_for_each_overlap's sinks differ between Serial and two threads"
+                );
+                check_pairs(&serial.concat(), &self.pairs())
+                    .map_err(|e| format!("par_for_each_overlap: {e}"))
+            }
+            (Err(e), _) | (_, Err(e)) => {
+                ensure!(is_structure_specific(&e), "par_for_each_overlap gave {e:?}");
+                Ok(())
+            }
+        }
+    }
+
     /// Applies every op, stopping at the first failure (with its index).
     ///
     /// # Errors
     /// The first failure.
-    pub fn run<T: RayCast<B> + Validate>(
+    pub fn run<T: RayCast<B> + Validate + Send + Sync>(
         &mut self,
         t: &mut T,
         ops: &[BroadOp<B>],
