@@ -60,19 +60,19 @@ fn row(workload: &str, who: &str, n: usize, threads: usize, v: &[f64]) -> Thread
     }
 }
 
-/// One step of the grid on `exec`: update, then every pair into per-task
-/// counters (each [`Padded`] onto its own cache lines: adjacent 16-byte
-/// counters written by different cores would share lines), combined in
-/// task order. Returns the pairs and the two times.
-fn hhg_step(
-    g: &mut VecHhg<Aabb3>,
+/// One step of a structure on `exec`: `update`, then every pair into
+/// per-task counters (each [`Padded`] onto its own cache lines: adjacent
+/// 16-byte counters written by different cores would share lines),
+/// combined in task order. Returns the pairs and the two times.
+fn step<G: BroadPhase<Aabb3> + Send + Sync>(
+    g: &mut G,
+    update: UpdateFn<G>,
     exec: &HostExec,
     boxes: &[Aabb3],
     sinks: &mut Vec<Padded<Pairs>>,
 ) -> (Pairs, f64, f64) {
     let t0 = Instant::now();
-    g.par_update_all(exec, boxes, UpdateStrategy::Incremental)
-        .expect("update");
+    update(g, exec, boxes);
     let t1 = Instant::now();
     sinks.clear();
     sinks.resize(g.overlap_tasks(), Padded::default());
@@ -91,31 +91,18 @@ fn hhg_step(
     )
 }
 
-/// One step of the sorted grid on `exec`, as [`hhg_step`].
-fn grid_step(
-    g: &mut VecGridBp<Aabb3>,
-    exec: &HostExec,
-    boxes: &[Aabb3],
-    sinks: &mut Vec<Padded<Pairs>>,
-) -> (Pairs, f64, f64) {
-    let t0 = Instant::now();
+/// A structure's parallel update of every box.
+type UpdateFn<G> = fn(&mut G, &HostExec, &[Aabb3]);
+
+/// The hash grid's update (incremental).
+fn hhg_update(g: &mut VecHhg<Aabb3>, exec: &HostExec, boxes: &[Aabb3]) {
+    g.par_update_all(exec, boxes, UpdateStrategy::Incremental)
+        .expect("update");
+}
+
+/// The sorted grid's update.
+fn grid_update(g: &mut VecGridBp<Aabb3>, exec: &HostExec, boxes: &[Aabb3]) {
     g.par_update_all(exec, boxes).expect("update");
-    let t1 = Instant::now();
-    sinks.clear();
-    sinks.resize(g.overlap_tasks(), Padded::default());
-    g.par_for_each_overlap(exec, sinks, |s, a, b| s.add(a, b))
-        .expect("pairs");
-    let mut all = Pairs::default();
-    for s in sinks.iter() {
-        all.count += s.count;
-        all.sum = all.sum.wrapping_add(s.sum);
-    }
-    let t2 = Instant::now();
-    (
-        all,
-        (t1 - t0).as_secs_f64() * 1e3,
-        (t2 - t1).as_secs_f64() * 1e3,
-    )
 }
 
 /// The sorted grid's rows: the protocol of the hash grid's (untimed warm-up
@@ -144,7 +131,7 @@ fn grid_rows(
         sc: &mut sc,
         sinks: &mut sinks,
     };
-    rig.rows(&mut g, grid_step, "grid", "spatium grid", out);
+    rig.rows(&mut g, grid_update, "grid", "spatium grid", out);
 }
 
 /// What [`Rig::rows`] steps: the scene, the executors, the sinks.
@@ -155,20 +142,16 @@ struct Rig<'a> {
     sinks: &'a mut Vec<Padded<Pairs>>,
 }
 
-/// One step of a structure on an executor: its pairs, update and
-/// detection times.
-type StepFn<G> = fn(&mut G, &HostExec, &[Aabb3], &mut Vec<Padded<Pairs>>) -> (Pairs, f64, f64);
-
 impl Rig<'_> {
     /// After the warm-up: one untimed step per thread count (the pool's
     /// first use), checked against the serial detection; then timed steps
     /// in interleaved rounds (each round steps the scene once per thread
     /// count, so a slow spell of the machine falls on all alike); pushes
     /// the step, update and detection rows of `who`.
-    fn rows<G: BroadPhase<Aabb3>>(
+    fn rows<G: BroadPhase<Aabb3> + Send + Sync>(
         &mut self,
         g: &mut G,
-        step: StepFn<G>,
+        update: UpdateFn<G>,
         name: &str,
         who: &str,
         out: &mut Vec<ThreadRow>,
@@ -178,18 +161,18 @@ impl Rig<'_> {
         let mut want = Pairs::default();
         for (exec, &t) in self.execs.iter().zip(threads) {
             self.sc.step();
-            let (got, _, _) = step(g, exec, &self.sc.boxes, self.sinks);
+            let (got, _, _) = step(g, update, exec, &self.sc.boxes, self.sinks);
             want = Pairs::default();
             g.for_each_overlap(|a, b| want.add(a, b)).expect("pairs");
             assert_eq!(got, want, "{name} on {t} threads");
         }
         let mut times = vec![(Vec::new(), Vec::new(), Vec::new()); self.execs.len()];
         for _ in 0..timed_steps(self.setup) {
-            for (exec, (total, update, detect)) in self.execs.iter().zip(times.iter_mut()) {
+            for (exec, (total, updated, detect)) in self.execs.iter().zip(times.iter_mut()) {
                 self.sc.step();
-                let (_, u, d) = step(g, exec, &self.sc.boxes, self.sinks);
+                let (_, u, d) = step(g, update, exec, &self.sc.boxes, self.sinks);
                 total.push(u + d);
-                update.push(u);
+                updated.push(u);
                 detect.push(d);
             }
         }
@@ -324,7 +307,7 @@ pub fn rows(setup: &Setup) -> Vec<ThreadRow> {
         sc: &mut sc,
         sinks: &mut sinks,
     }
-    .rows(&mut g, hhg_step, "hhg", "spatium hhg", &mut out);
+    .rows(&mut g, hhg_update, "hhg", "spatium hhg", &mut out);
     calling_thread_share(&mut g, &mut sc, steps.max(6), &mut sinks);
     drop(g);
 
