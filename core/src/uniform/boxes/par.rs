@@ -236,7 +236,7 @@ where
             },
         );
 
-        // Gather in tasks of sorted positions (over the source order).
+        // Gather in tasks of sorted positions.
         let coords: &mut [f32] = bytemuck::cast_slice_mut(coords);
         let [a, b, c, d, e, f] = planes_mut::<B::Point>(coords, cap, n);
         let ids = &*ids;
