@@ -352,6 +352,27 @@ impl<P: Point> SphParams<P> {
         }
     }
 
+    /// These parameters fitted to the lattice a fluid is filled with: the
+    /// mass for which its points have the density `ρ₀`
+    /// ([`Lattice::mass`](source::Lattice::mass)) and its pressure-gradient
+    /// correction ([`Lattice::gradient_correction`](source::Lattice::gradient_correction));
+    /// the surface-tension coefficient is scaled by the old mass over the
+    /// new, so that two particles at a given distance attract as before.
+    /// For the presets' cubic lattice of their spacing this changes
+    /// nothing but a seed preset's gradient correction (1 as printed).
+    ///
+    /// # Errors
+    /// The lattice's [`mass`](source::Lattice::mass) errors; as
+    /// [`kernels`](Self::kernels).
+    pub fn fit_lattice(mut self, lattice: &source::Lattice<P>) -> Result<Self, Error> {
+        let mass = lattice.mass(self.h, self.rest_density)?;
+        self.surface_tension *= self.mass / mass;
+        self.mass = mass;
+        self.gradient_correction = lattice.gradient_correction(self.h)?;
+        self.kernels()?;
+        Ok(self)
+    }
+
     /// Checks every field and returns the kernels of `h`.
     ///
     /// # Errors
@@ -1040,7 +1061,17 @@ impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
     /// or a lattice of more than 2³² points; the region's box error; as
     /// [`extend`](Self::extend). Nothing changes on error.
     pub fn fill_block(&mut self, region: P::Aabb, spacing: f32, v: P) -> Result<usize, Error> {
-        let lattice = source::Lattice::new(region, spacing)?;
+        self.fill_lattice(&source::Lattice::new(region, spacing)?, v)
+    }
+
+    /// Adds the points of `lattice` (cubic or close packed: see
+    /// [`source::Packing`]), all with velocity `v`; returns how many were
+    /// added. With a close-packed lattice, give the fluid the parameters
+    /// that fit it ([`SphParams::fit_lattice`]).
+    ///
+    /// # Errors
+    /// As [`extend`](Self::extend). Nothing changes on error.
+    pub fn fill_lattice(&mut self, lattice: &source::Lattice<P>, v: P) -> Result<usize, Error> {
         // Refuse an oversized block before visiting its points.
         if lattice.len() > self.capacity() - self.len {
             return Err(Error::CapacityExceeded {
