@@ -4,6 +4,7 @@
 //! The input decodes into operations on a small fluid (capacity 32) with a
 //! uniform hash sized for it, a second hash too small for it, obstacles
 //! behind a hierarchical hash grid, and a pipe emitter: pushes, blocks,
+//! close-packed blocks (`Packing::Close`, the parameters fitted to them),
 //! emitter creation and emission, steps (with a uniform hash, or with a
 //! `DenseGrid` over the domain made periodic along some axes, or with
 //! boundary-particle walls sampled around the domain), parameter
@@ -24,7 +25,7 @@ use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use spatium::sph::boundary::{Obstacle, Obstacles, Shape};
 use spatium::sph::kernel::Kernels;
-use spatium::sph::source::Emitter;
+use spatium::sph::source::{Emitter, Lattice, Packing};
 use spatium::sph::walls::{BoundaryParticles, BoundaryState, Face, Slip, TankFaces};
 use spatium::sph::{EquationOfState, Fluid, Integrator, ParticleState, SphParams, StepControl};
 use spatium::uniform::{CellRecord, CellSortedHash, DenseGrid, SortedParticle, TableSlot};
@@ -42,6 +43,9 @@ const WALLS: usize = 512;
 enum Op {
     Push([f32; 3], [f32; 3]),
     Fill([f32; 3], [f32; 3], f32),
+    /// A block filled close packed, the parameters fitted to its lattice
+    /// first (a refused fit or fill changes no particle).
+    FillClose([f32; 3], [f32; 3], f32),
     NewEmitter([f32; 3], [f32; 3], f32, f32, f32, u8),
     Emit(f32),
     Step,
@@ -219,6 +223,35 @@ fn run<P: Point>(ops: &[Op]) {
                         Ok(n) => assert_eq!(fluid.len(), len + n),
                         Err(_) => must_keep = true,
                     }
+                }
+            }
+            Op::FillClose(lo, hi, s) => {
+                let lattice = P::Aabb::try_new(at(lo), at(hi))
+                    .and_then(|region| Lattice::<P>::packed(region, s, Packing::Close));
+                if let Ok(lattice) = lattice {
+                    if lattice.len() <= 4 * CAP {
+                        // Every point inside the block, as many as `len`.
+                        let mut n = 0;
+                        for x in lattice.points() {
+                            assert!(
+                                (0..P::DIM).all(|k| x.coord(k) >= lo[k] && x.coord(k) <= hi[k]),
+                                "{x:?} outside the block"
+                            );
+                            n += 1;
+                        }
+                        assert_eq!(n, lattice.len());
+                    }
+                    if let Ok(p) = fluid.params().fit_lattice(&lattice) {
+                        fluid
+                            .set_params(p)
+                            .expect("fit_lattice checks the parameters");
+                    }
+                    match fluid.fill_lattice(&lattice, P::ZERO) {
+                        Ok(n) => assert_eq!(fluid.len(), len + n),
+                        Err(_) => must_keep = true,
+                    }
+                } else {
+                    must_keep = true;
                 }
             }
             Op::NewEmitter(o, d, speed, radius, spacing, budget) => {
