@@ -212,18 +212,29 @@ if [[ -n "$SIZE_TOOL" ]]; then
             $((text - base_text)) $((text + data)) $((data + bss))
     done
     echo
+    # A target marked `held` is met and must stay met: going over fails the
+    # run (fw-hhg went 24 B over once, unnoticed, while the line only
+    # printed). The cell-sorted binary's target is not met and only reported.
+    SIZE_FAILED=0
     target_line() {
-        local b=$1 limit=$2 what=$3
+        local b=$1 limit=$2 what=$3 held=${4:-}
         local t=${TEXT[$b]}
         if ((t <= limit)); then
             printf 'target MET:     %-44s .text %6d <= %6d\n' "$what ($b)" "$t" "$limit"
         else
             printf 'target NOT MET: %-44s .text %6d >  %6d (%+d)\n' "$what ($b)" "$t" "$limit" $((t - limit))
+            if [[ "$held" == held ]]; then
+                echo "FAILED: $b is over a size target it met (see firmware/README.md)" >&2
+                SIZE_FAILED=1
+            fi
         fi
     }
-    target_line fw-linked-sph 12288 "uniform hash (linked) + SPH step <= 12 KiB"
+    target_line fw-linked-sph 12288 "uniform hash (linked) + SPH step <= 12 KiB" held
     target_line fw-uniform-sph 12288 "uniform hash (cell-sorted) + SPH step <= 12 KiB"
-    target_line fw-hhg 16384 "hierarchical hash grid <= 16 KiB"
+    target_line fw-hhg 16384 "hierarchical hash grid <= 16 KiB" held
+    if ((SIZE_FAILED)); then
+        exit 1
+    fi
 else
     skip "size table (no arm-none-eabi-size, llvm-size or rust-size)"
 fi

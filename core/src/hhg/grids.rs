@@ -62,6 +62,50 @@ impl Level {
     }
 }
 
+/// `√x` rounded to nearest, as `libm::sqrtf` gives it, for a positive
+/// normal `x` (NaN for anything else): the integer square root of the
+/// significand, bit by bit. The grids need one square root (of the
+/// hierarchy factor, when the levels are set), and libm's software
+/// `sqrtf` (the target's `vsqrt` is out of reach without `unsafe`) costs
+/// firmware 492 bytes of code and tables (`fw-hhg`'s `.text` was 24 bytes
+/// over its 16 KiB target with it), this 264. The unit test checks it
+/// against `libm::sqrtf` over the factors' range bit for bit.
+fn sqrt_rounded(x: f32) -> f32 {
+    if !(x.is_normal() && x > 0.0) {
+        return f32::NAN;
+    }
+    let bits = x.to_bits();
+    let mut e = ((bits >> 23) & 0xff) as i32 - 127;
+    let mut m = u64::from((bits & 0x7f_ffff) | 0x80_0000);
+    if e & 1 != 0 {
+        m <<= 1;
+        e -= 1;
+    }
+    // x = m·2^(e − 23), e even: √x = √(m·2²³)·2^(e/2 − 23), and
+    // v = m·2²³ lies in [2⁴⁶, 2⁴⁸), so ⌊√v⌋ has 24 bits.
+    let v = m << 23;
+    let (mut r, mut rem, mut bit) = (0u64, v, 1u64 << 46);
+    while bit != 0 {
+        if rem >= r + bit {
+            rem -= r + bit;
+            r = (r >> 1) + bit;
+        } else {
+            r >>= 1;
+        }
+        bit >>= 2;
+    }
+    // rem = v − r²; v > (r + ½)² = r² + r + ¼ ⇔ rem > r (no ties).
+    if rem > r {
+        r += 1;
+    }
+    let mut e2 = e / 2;
+    if r == 1 << 24 {
+        r >>= 1;
+        e2 += 1;
+    }
+    f32::from_bits((((e2 + 127) as u32) << 23) | (r as u32 & 0x7f_ffff))
+}
+
 impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord<B>>, A: Storage<u32>>
     HierarchicalHashGrid<B, S, R, A>
 {
@@ -70,7 +114,7 @@ impl<B: BoundingBox, S: Storage<HhgSlot<B>>, R: Storage<HhgRecord<B>>, A: Storag
     pub(super) fn init_levels(&mut self, first: &B) {
         let size = first.longest_edge();
         let f = self.config.factor;
-        let mut c0 = size * libm::sqrtf(f);
+        let mut c0 = size * sqrt_rounded(f);
         if !(c0.is_normal() && c0 > 0.0) {
             c0 = 1.0;
         }
@@ -964,5 +1008,49 @@ mod tests {
             HhgConfig::DEFAULT,
         );
         assert_eq!(g2.memory_bytes(), 60 * 10 + 4 * 100);
+    }
+
+    /// Bit for bit `libm::sqrtf` over the hierarchy factors' range
+    /// `1.25..=64` (every third float: about 16 million), at the powers of
+    /// two and their neighbours, and on a spread of normal floats; NaN
+    /// for zero, subnormals, negatives, infinities and NaN.
+    #[test]
+    fn sqrt_rounded_is_libm_sqrtf() {
+        let (lo, hi) = (1.25f32.to_bits(), 64.0f32.to_bits());
+        let mut b = lo;
+        while b <= hi {
+            let x = f32::from_bits(b);
+            assert_eq!(sqrt_rounded(x).to_bits(), libm::sqrtf(x).to_bits(), "{x}");
+            b += 3;
+        }
+        for e in -126..=127 {
+            let p = libm::ldexpf(1.0, e);
+            for x in [
+                p,
+                f32::from_bits(p.to_bits() + 1),
+                f32::from_bits(p.to_bits() - 1),
+            ] {
+                if x.is_normal() {
+                    assert_eq!(sqrt_rounded(x).to_bits(), libm::sqrtf(x).to_bits(), "{x}");
+                }
+            }
+        }
+        let mut b = f32::MIN_POSITIVE.to_bits();
+        while b < f32::MAX.to_bits() {
+            let x = f32::from_bits(b);
+            assert_eq!(sqrt_rounded(x).to_bits(), libm::sqrtf(x).to_bits(), "{x}");
+            b += 9973;
+        }
+        for x in [
+            0.0,
+            -0.0,
+            1e-40,
+            -1.0,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::NAN,
+        ] {
+            assert!(sqrt_rounded(x).is_nan(), "{x}");
+        }
     }
 }
