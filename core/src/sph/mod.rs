@@ -186,6 +186,19 @@ fn lattice_sum<P: Point>(h: f32, spacing: f32, mut f: impl FnMut(f32)) -> Result
     Ok(())
 }
 
+/// The mass that makes a poly6 sum of `sum` the density `rest_density`
+/// (a lattice's mass: [`SphParams::lattice_mass`], [`source::Lattice::mass`]).
+fn mass_of_sum(rest_density: f32, sum: f64) -> Result<f32, Error> {
+    let mass = (f64::from(rest_density) / sum) as f32;
+    if mass.is_finite() && mass > 0.0 {
+        Ok(mass)
+    } else {
+        Err(Error::InvalidConfig {
+            field: "rest_density",
+        })
+    }
+}
+
 /// `P`'s `−y` axis times `g`.
 fn down<P: Point>(g: f32) -> P {
     P::from_fn(|k| if k == 1 { -g } else { 0.0 })
@@ -342,14 +355,7 @@ impl<P: Point> SphParams<P> {
         }
         let mut sum = 0.0f64;
         lattice_sum::<P>(h, spacing, |r2| sum += f64::from(k.poly6(r2)))?;
-        let mass = (f64::from(rest_density) / sum) as f32;
-        if mass.is_finite() && mass > 0.0 {
-            Ok(mass)
-        } else {
-            Err(Error::InvalidConfig {
-                field: "rest_density",
-            })
-        }
+        mass_of_sum(rest_density, sum)
     }
 
     /// These parameters fitted to the lattice a fluid is filled with: the

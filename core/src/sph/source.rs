@@ -297,14 +297,7 @@ impl<P: Point> Lattice<P> {
         self.for_each_offset(h, |d| {
             sum += f64::from(k.poly6(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]))
         })?;
-        let mass = (f64::from(rest_density) / sum) as f32;
-        if mass.is_finite() && mass > 0.0 {
-            Ok(mass)
-        } else {
-            Err(Error::InvalidConfig {
-                field: "rest_density",
-            })
-        }
+        super::mass_of_sum(rest_density, sum)
     }
 
     /// The pressure-gradient correction `1/κ` of this lattice (see
