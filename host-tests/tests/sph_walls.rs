@@ -92,7 +92,7 @@ fn column<P: Point>(
     let n = f.fill_lattice(&lattice, P::ZERO).unwrap();
     // Layers are the lattice's rows; the column is as tall as its rows.
     let row = lattice.row_pitch();
-    let rows = (height / row).round() as usize;
+    let rows = lattice.rows() as usize;
     let filled = rows as f32 * row;
     let mut ns = search::<P>(n);
     let mut w = walls::<P>(tank, s, TankFaces::open_top(Slip::NoSlip));

@@ -115,11 +115,6 @@ fn filled<P: Point>(params: SphParams<P>, block: P::Aabb, s: f32) -> Result<VecF
 }
 
 /// `+1.2 %`.
-/// `x` rounded to the nearest count (the lattice's row count).
-fn libm_round(x: f32) -> usize {
-    (x + 0.5).floor().max(1.0) as usize
-}
-
 fn pct(x: f64) -> String {
     format!("{:+.1} %", 100.0 * x)
 }
@@ -172,7 +167,7 @@ fn settle<P: Point>(per_h: u32, walls_on: bool, packing: Packing) -> Result<Sett
     // Layers are the lattice's rows (a spacing for the cubic lattice), and
     // the column's height is that of its rows.
     let row = lattice.row_pitch();
-    let rows = libm_round(height / row);
+    let rows = lattice.rows() as usize;
     let filled_h = rows as f32 * row;
     let mut ns = search::<P>(n);
     let mut w = walls::<P>(tank, s, TankFaces::open_top(Slip::NoSlip))?;

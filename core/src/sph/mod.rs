@@ -199,6 +199,28 @@ fn mass_of_sum(rest_density: f32, sum: f64) -> Result<f32, Error> {
     }
 }
 
+/// Adds a lattice neighbour at squared distance `r2` to the sums of a
+/// gradient correction: the poly6 sum and `−Σ ∇W(r)·r` (spiky).
+fn add_gradient_terms(k: &Kernels, r2: f32, (w, g): &mut (f64, f64)) {
+    *w += f64::from(k.poly6(r2));
+    let r = libm::sqrtf(r2);
+    if r > 0.0 {
+        *g -= f64::from(k.spiky_gradient_factor(r, 1.0 / r)) * f64::from(r2);
+    }
+}
+
+/// `1/κ` from the sums of [`add_gradient_terms`], `κ = g/(w·d)`
+/// ([`SphParams::gradient_correction`], [`source::Lattice::gradient_correction`]).
+fn correction_of_sums<P: Point>((w, g): (f64, f64)) -> Result<f32, Error> {
+    let kappa = g / (w * P::DIM as f64);
+    let f = (1.0 / kappa) as f32;
+    if f.is_finite() && f > 0.0 {
+        Ok(f)
+    } else {
+        Err(Error::InvalidConfig { field: "spacing" })
+    }
+}
+
 /// `P`'s `−y` axis times `g`.
 fn down<P: Point>(g: f32) -> P {
     P::from_fn(|k| if k == 1 { -g } else { 0.0 })
@@ -318,21 +340,9 @@ impl<P: Point> SphParams<P> {
     /// As [`lattice_mass`](Self::lattice_mass).
     pub fn gradient_correction(h: f32, spacing: f32) -> Result<f32, Error> {
         let k = Kernels::new::<P>(h)?;
-        let (mut w, mut g) = (0.0f64, 0.0f64);
-        lattice_sum::<P>(h, spacing, |r2| {
-            w += f64::from(k.poly6(r2));
-            let r = libm::sqrtf(r2);
-            if r > 0.0 {
-                g -= f64::from(k.spiky_gradient_factor(r, 1.0 / r)) * f64::from(r2);
-            }
-        })?;
-        let kappa = g / (w * P::DIM as f64);
-        let f = (1.0 / kappa) as f32;
-        if f.is_finite() && f > 0.0 {
-            Ok(f)
-        } else {
-            Err(Error::InvalidConfig { field: "spacing" })
-        }
+        let mut sums = (0.0f64, 0.0f64);
+        lattice_sum::<P>(h, spacing, |r2| add_gradient_terms(&k, r2, &mut sums))?;
+        correction_of_sums::<P>(sums)
     }
 
     /// The particle mass for which a particle inside an infinite lattice of

@@ -169,6 +169,12 @@ impl<P: Point> Lattice<P> {
         self.pitch[1]
     }
 
+    /// The number of rows of points along `y` (layers in 3D close
+    /// packing): the filled block is `rows() · row_pitch()` tall.
+    pub fn rows(&self) -> u32 {
+        self.counts[1]
+    }
+
     /// Grid points of the close-packed 3D grid (every one for the others).
     fn grid_len(&self) -> usize {
         self.counts[..P::DIM].iter().map(|&c| c as usize).product()
@@ -187,8 +193,11 @@ impl<P: Point> Lattice<P> {
         if self.packing == Packing::Close && P::DIM == 3 {
             // The even index sums: half the grid, one more when every
             // count is odd (the corners are even).
-            let odd = self.counts.iter().all(|&c| c % 2 == 1);
-            n / 2 + usize::from(odd && n % 2 == 1)
+            if self.counts.iter().all(|&c| c % 2 == 1) {
+                n.div_ceil(2)
+            } else {
+                n / 2
+            }
         } else {
             n
         }
@@ -250,10 +259,10 @@ impl<P: Point> Lattice<P> {
         }
         let m = m as i32 + 1;
         let nz = if P::DIM == 2 { 0 } else { m };
+        let close = self.packing == Packing::Close;
         for a in -m..=m {
             for b in -m..=m {
                 for c in -nz..=nz {
-                    let close = self.packing == Packing::Close;
                     if close && P::DIM == 3 && (a + b + c).rem_euclid(2) != 0 {
                         continue;
                     }
@@ -313,21 +322,11 @@ impl<P: Point> Lattice<P> {
             return super::SphParams::<P>::gradient_correction(h, self.spacing);
         }
         let k = Kernels::new::<P>(h)?;
-        let (mut w, mut g) = (0.0f64, 0.0f64);
+        let mut sums = (0.0f64, 0.0f64);
         self.for_each_offset(h, |d| {
-            let r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
-            w += f64::from(k.poly6(r2));
-            let r = libm::sqrtf(r2);
-            if r > 0.0 {
-                g -= f64::from(k.spiky_gradient_factor(r, 1.0 / r)) * f64::from(r2);
-            }
+            super::add_gradient_terms(&k, d[0] * d[0] + d[1] * d[1] + d[2] * d[2], &mut sums)
         })?;
-        let f = (w * P::DIM as f64 / g) as f32;
-        if f.is_finite() && f > 0.0 {
-            Ok(f)
-        } else {
-            Err(Error::InvalidConfig { field: "spacing" })
-        }
+        super::correction_of_sums::<P>(sums)
     }
 }
 
