@@ -162,6 +162,19 @@ else
     stage "cargo clippy (fuzz crate, -D warnings)"
     cargo clippy --manifest-path fuzz/Cargo.toml --all-targets -- -D warnings
 
+    # All nine targets built by one cargo invocation (cargo builds them side
+    # by side and shares every dependency), so each `cargo fuzz run` below
+    # finds its binary up to date. The flags must be the same in both:
+    #   --sanitizer none: the core forbids unsafe code but for its Pod impls
+    #     (which Miri covers), so AddressSanitizer has nothing to find; it
+    #     only made each target slower to build and to run;
+    #   --debug-assertions: overflow checks and debug assertions on, as in
+    #     the test profile, so an arithmetic overflow is a finding instead
+    #     of a silent wrap.
+    fuzz_flags=(--sanitizer none --debug-assertions)
+    stage "cargo fuzz build (all targets: ${fuzz_flags[*]})"
+    (cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz build "${fuzz_flags[@]}")
+
     for target in uniform_hash hhg kdtree hhash sph broad_phase neighbor_search decomp periodic; do
         stage "fuzz: $target for ${FUZZ_SECONDS}s"
         # Fuzz a copy of the committed seed corpus so the run leaves the
@@ -173,7 +186,7 @@ else
         cp -R "fuzz/corpus/$target/." "$run_dir/"
         if ! (
             cd fuzz &&
-                RUSTC_BOOTSTRAP=1 cargo fuzz run "$target" "target/corpus-run-$target" -- \
+                RUSTC_BOOTSTRAP=1 cargo fuzz run "${fuzz_flags[@]}" "$target" "target/corpus-run-$target" -- \
                     -max_total_time="$FUZZ_SECONDS" -timeout=60
         ); then
             echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!" >&2

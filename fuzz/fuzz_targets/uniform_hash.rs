@@ -7,7 +7,7 @@
 //! colliding cells, `Inspect` against the documented formulas,
 //! `new_checked`).
 //!
-//! What the property test (`host-tests/tests/uniform_props.rs`: fixed table
+//! What the property test (`host-tests/tests/suite/uniform_props.rs`: fixed table
 //! lengths, 4 slots per bucket, the proptest strategies) does not reach:
 //! fuzzed table lengths (1 to 4096 slots, and lengths that are not powers of
 //! two: `new_checked` refuses them and every build reports

@@ -182,7 +182,7 @@ impl Extremes {
 /// # The monitor's defaults
 /// [`max_density_ratio`](Self::max_density_ratio) 3.0 and
 /// [`max_cfl`](Self::max_cfl) 1.0, from measurement
-/// (`host-tests/tests/sph_control.rs`, `measure_monitor_figures`, which
+/// (`host-tests/tests/suite/sph_control.rs`, `measure_monitor_figures`, which
 /// prints them). Peaks of healthy runs, density ratio / Courant number:
 /// the seed's 3D dam break at `Δt = 0.006`, spacing 0.025, 3000 steps,
 /// 1.45 / 0.21; the SI water column, 1.06 / 0.10; the benches' seed block
@@ -365,7 +365,7 @@ impl<P: Point> SphParams<P> {
     /// particle; the rule gives 41 600) and the 2D water dam break of 800
     /// particles at most 4 393 (0.92; the rule gives 6 240), so the rule
     /// holds them with 40 % to spare and is below twice what they used
-    /// (`host-tests/tests/sph_control.rs`). A fluid compressed well past
+    /// (`host-tests/tests/suite/sph_control.rs`). A fluid compressed well past
     /// `ρ₀` needs more: ask `pair_count`.
     ///
     /// # Errors

@@ -3,7 +3,7 @@
 //! force, against the analytic start-up solution at several times and three
 //! resolutions.
 //!
-//! `cargo test --profile ci -p spatium-host-tests --test sph_poiseuille --
+//! `cargo test --profile ci -p spatium-host-tests --test suite -- sph_poiseuille::
 //! --nocapture` prints the figures.
 
 use spatium::sph::walls::{BoundaryParticles, BoundaryState, Face, Slip, TankFaces, box_count};

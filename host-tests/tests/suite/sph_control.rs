@@ -7,7 +7,7 @@
 //! every number of workers; the pair-cache sizing rule holds the pairs of
 //! settled scenes.
 //!
-//! `cargo test --profile ci -p spatium-host-tests --test sph_control --
+//! `cargo test --profile ci -p spatium-host-tests --test suite -- sph_control::
 //! --ignored --nocapture` prints the figures the monitor's defaults were
 //! chosen from.
 

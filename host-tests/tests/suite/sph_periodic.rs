@@ -111,7 +111,7 @@ fn decay_error(flow: Flow, n: usize, h_over_s: f32) -> f32 {
 
 /// The shear wave decays at the analytic rate within 5 % at 24², 32² and
 /// 48² particles, the error not growing as the spacing shrinks. Measured
-/// (`cargo test --profile ci -p spatium-host-tests --test sph_periodic --
+/// (`cargo test --profile ci -p spatium-host-tests --test suite -- sph_periodic::
 /// --nocapture`): −4.5 %, −3.6 %, −2.2 %. At `h = 2·spacing` the error is
 /// −15 % at every resolution, a bias of the viscosity kernel's sum over so
 /// few neighbours, not of the periodic domain.

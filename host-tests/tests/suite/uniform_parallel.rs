@@ -94,10 +94,20 @@ fn sorted_pairs(sinks: &[Vec<(u32, u32, u32)>]) -> Vec<(u32, u32)> {
 /// brute force and the serial answers, and every executor gives the same
 /// bits; then again with the input renumbered into the search's order (the
 /// cell-sorted hash's storage-order sweeps).
-fn check_kind<P: Point>(kind: SearchKind, name: &str, points: &[P], radius: f32) {
+///
+/// `oracle` is brute force's pairs of `points` (computed once per scenario
+/// by the caller); the renumbered input's pairs are the same pairs under
+/// the renumbering, since each point keeps its bits.
+fn check_kind<P: Point>(
+    kind: SearchKind,
+    name: &str,
+    points: &[P],
+    radius: f32,
+    oracle: &[(u32, u32)],
+) {
     let label = format!("{} {}D {name}", kind.name(), P::DIM);
-    let oracle = pairs_within(points, radius);
     let mut inputs = vec![points.to_vec()];
+    let mut renumbered: Vec<(u32, u32)>;
     {
         let mut s = AnySearch::<P>::new(kind, points.len());
         if let Err(e) = s.build(points, radius) {
@@ -114,14 +124,24 @@ fn check_kind<P: Point>(kind: SearchKind, name: &str, points: &[P], radius: f32)
         let mut order = vec![0u32; points.len()];
         s.spatial_order(&mut order).unwrap();
         inputs.push(order.iter().map(|&i| points[i as usize]).collect());
+        // Input 1 holds `points[order[k]]` at `k`: old id `order[k]` is
+        // new id `k`.
+        let mut new_id = vec![0u32; points.len()];
+        for (k, &old) in order.iter().enumerate() {
+            new_id[old as usize] = k as u32;
+        }
+        renumbered = oracle
+            .iter()
+            .map(|&(a, b)| {
+                let (a, b) = (new_id[a as usize], new_id[b as usize]);
+                (a.min(b), a.max(b))
+            })
+            .collect();
+        renumbered.sort_unstable();
     }
     for (which, pts) in inputs.iter().enumerate() {
         let label = format!("{label} input {which}");
-        let oracle_here = if which == 0 {
-            oracle.clone()
-        } else {
-            pairs_within(pts, radius)
-        };
+        let oracle_here = if which == 0 { oracle } else { &renumbered[..] };
         let mut s = AnySearch::<P>::new(kind, pts.len());
         let want = run_all(&Serial, &mut s, pts, radius);
         s.validate().unwrap_or_else(|e| panic!("{label}: {e}"));
@@ -158,6 +178,7 @@ fn check_kind<P: Point>(kind: SearchKind, name: &str, points: &[P], radius: f32)
 
 fn every_kind<P: Point>(n: usize, seed: u64) {
     for sc in point_scenarios::<P>(n, seed) {
+        let oracle = pairs_within(&sc.points, sc.radius);
         for kind in [
             SearchKind::Sorted,
             SearchKind::Bucketed,
@@ -167,7 +188,7 @@ fn every_kind<P: Point>(n: usize, seed: u64) {
             if kind == SearchKind::Brute && sc.points.len() > 3000 {
                 continue;
             }
-            check_kind(kind, &sc.name, &sc.points, sc.radius);
+            check_kind(kind, &sc.name, &sc.points, sc.radius, &oracle);
         }
     }
 }
@@ -185,7 +206,8 @@ fn parallel_searches_equal_serial_and_brute_force_2d() {
 #[test]
 fn brute_force_parallel_defaults_small() {
     for sc in point_scenarios::<Vec3>(2000, 13) {
-        check_kind(SearchKind::Brute, &sc.name, &sc.points, sc.radius);
+        let oracle = pairs_within(&sc.points, sc.radius);
+        check_kind(SearchKind::Brute, &sc.name, &sc.points, sc.radius, &oracle);
     }
 }
 
