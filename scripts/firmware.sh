@@ -65,7 +65,7 @@ cargo_install() {
     if [[ "$NO_INSTALL" == "1" ]]; then
         return 1
     fi
-    cargo install "$@" --locked || cargo install "$@"
+    tool_install "$@"
 }
 
 # ------------------------------------------------------------------ tools

@@ -16,8 +16,8 @@
 # defmt-print, wasm-bindgen-cli, cargo-fuzz).
 #
 # Environment:
-#   FUZZ_SECONDS=N  fuzz each target for N seconds (default 30, which keeps
-#                   a fresh machine's whole run near 30 minutes)
+#   FUZZ_SECONDS=N  fuzz each target for N seconds (default 30; the nine
+#                   targets are built first, together)
 #   SKIP_FUZZ=1     skip the fuzz stage (announced loudly, never silently;
 #                   refused under CI: the run fails at once)
 #   CI=true         (also 1 or yes; set by .ci/run) every stage is required:
@@ -155,7 +155,7 @@ if [[ "$SKIP_FUZZ" == "1" ]]; then
 else
     stage "cargo-fuzz (install if missing)"
     if ! cargo fuzz --version >/dev/null 2>&1; then
-        cargo install cargo-fuzz --locked || cargo install cargo-fuzz
+        tool_install cargo-fuzz
     fi
     cargo fuzz --version
 
@@ -169,8 +169,9 @@ else
     #     (which Miri covers), so AddressSanitizer has nothing to find; it
     #     only made each target slower to build and to run;
     #   --debug-assertions: overflow checks and debug assertions on, as in
-    #     the test profile, so an arithmetic overflow is a finding instead
-    #     of a silent wrap.
+    #     the test profile (cargo fuzz's default without -O; said here so
+    #     it stays so), so an arithmetic overflow is a finding instead of
+    #     a silent wrap.
     fuzz_flags=(--sanitizer none --debug-assertions)
     stage "cargo fuzz build (all targets: ${fuzz_flags[*]})"
     (cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz build "${fuzz_flags[@]}")

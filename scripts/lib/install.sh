@@ -20,8 +20,7 @@ install_wasm_bindgen_cli() {
     if [[ "$(wasm-bindgen --version 2>/dev/null || true)" == "wasm-bindgen $version" ]] &&
         command -v wasm-bindgen-test-runner >/dev/null 2>&1; then
         echo "already installed: $(wasm-bindgen --version)"
-    elif cargo install wasm-bindgen-cli --version "=$version" --locked ||
-        cargo install wasm-bindgen-cli --version "=$version"; then
+    elif tool_install wasm-bindgen-cli --version "=$version"; then
         echo "installed: $(wasm-bindgen --version)"
     else
         HAVE_BINDGEN=0

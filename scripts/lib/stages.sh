@@ -86,3 +86,16 @@ as_root() {
         return 1
     fi
 }
+
+# `tool_install ARGS...`: `cargo install ARGS` (with --locked first, then
+# without) for the test tools (cargo-fuzz, wasm-bindgen-cli,
+# embedded-test-qemu-runner, defmt-print), built without optimisation:
+# compiling them was a quarter of a fresh machine's run (about 870 s at
+# opt-level 3 on 2 cores; opt-level 0 builds cargo-fuzz in 58 s against
+# 111 s), and what they do (pack a wasm file, drive a browser or QEMU,
+# decode a log) is a few seconds either way.
+tool_install() {
+    local fast=(env CARGO_PROFILE_RELEASE_OPT_LEVEL=0 CARGO_PROFILE_RELEASE_DEBUG=0
+        CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16)
+    "${fast[@]}" cargo install "$@" --locked || "${fast[@]}" cargo install "$@"
+}
