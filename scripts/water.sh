@@ -3,8 +3,8 @@
 # browser on WebGPU. Installs what it needs on a fresh Debian machine, then
 # formatting, lints (native and wasm32), rustdoc, the native tests (the
 # panels, the kinematic gate and paddle and the pipe, stepped on lavapipe),
-# the release wasm build, wasm-bindgen into water/www/pkg, and the page test
-# (tests/page.rs) in headless Chromium on its bundled SwiftShader WebGPU:
+# the wasm build (profile page: release with fat LTO), wasm-bindgen into
+# water/www/pkg, and the page test (tests/page.rs) in headless Chromium on its bundled SwiftShader WebGPU:
 # frames advance, the stage times fill, every control changes what it
 # names, the start panel restarts, the fixed-seed run equals the native GPU
 # run on lavapipe within the parity tolerances, a screenshot is written,
@@ -64,16 +64,20 @@ INSTALL_SECONDS=$((SECONDS - INSTALL_START))
 
 # ----------------------------------------------------------------- checks
 CHECK_START=$SECONDS
+# Where cargo puts the builds: spatium-gpu's target directory
+# (water/.cargo/config.toml), unless CARGO_TARGET_DIR says otherwise.
+WATER_TARGET_DIR="$(cd .. && pwd)/gpu/target"
+WATER_TARGET_DIR="${CARGO_TARGET_DIR:-$WATER_TARGET_DIR}"
 
 stage "cargo fmt --check"
 cargo fmt -- --check
 
 stage "cargo clippy (native, all targets, -D warnings)"
-cargo clippy --release --all-targets -- -D warnings
+cargo clippy --all-targets -- -D warnings
 
 if [[ $HAVE_WASM_TARGET == 1 ]]; then
     stage "cargo clippy and rustdoc (wasm32-unknown-unknown, the page's glue, -D warnings)"
-    cargo clippy --release --target wasm32-unknown-unknown --lib -- -D warnings
+    cargo clippy --target wasm32-unknown-unknown --lib -- -D warnings
     RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --target wasm32-unknown-unknown
 fi
 
@@ -96,11 +100,11 @@ if grep -q 'SKIPPED:' target/native.log; then
 fi
 
 if [[ $HAVE_WASM_TARGET == 1 && $HAVE_BINDGEN == 1 ]]; then
-    stage "release build for wasm32-unknown-unknown, wasm-bindgen --target web -> water/www/pkg"
-    cargo build --release --target wasm32-unknown-unknown --lib
+    stage "page build for wasm32-unknown-unknown (--profile page: release, fat LTO), wasm-bindgen --target web -> water/www/pkg"
+    cargo build --profile page --target wasm32-unknown-unknown --lib
     rm -rf www/pkg
     wasm-bindgen --target web --no-typescript --out-dir www/pkg \
-        target/wasm32-unknown-unknown/release/spatium_water.wasm
+        "$WATER_TARGET_DIR/wasm32-unknown-unknown/page/spatium_water.wasm"
     ls -l www/pkg
     printf 'page wasm: %d bytes\n' "$(stat -c %s www/pkg/spatium_water_bg.wasm)"
 fi
