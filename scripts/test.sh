@@ -17,7 +17,8 @@
 #
 # Environment:
 #   FUZZ_SECONDS=N  fuzz each target for N seconds (default 30; the nine
-#                   targets are built first, together)
+#                   targets are built first, together, then run side by side)
+#   FUZZ_JOBS=N     fuzz targets running at once (default: the core count)
 #   SKIP_FUZZ=1     skip the fuzz stage (announced loudly, never silently;
 #                   refused under CI: the run fails at once)
 #   CI=true         (also 1 or yes; set by .ci/run) every stage is required:
@@ -111,6 +112,27 @@ if ! in_ci && [[ -n "$(git status --porcelain -- "${packaged[@]}" 2>/dev/null)" 
 fi
 cargo publish --dry-run -p spatium "${publish_flags[@]}"
 
+# Miri runs beside the workspace tests: most of its time is fetching the
+# nightly toolchain (network) and interpreting on one thread, while the
+# tests' build keeps the cores busy; it builds into target/miri, under a
+# lock of its own. Its output goes to target/miri.log, printed, and its
+# result judged, in the "miri" stage below.
+run_miri() {
+    set -euo pipefail
+    # The nightly toolchain and Miri are installed if missing (about 1
+    # min). Miri is required: failing to install it fails the run.
+    if ! rustup run nightly cargo miri --version >/dev/null 2>&1; then
+        rustup toolchain install nightly --profile minimal --component miri,rust-src --allow-downgrade
+    fi
+    cargo +nightly miri test -p spatium --lib -- sph::layout sort::
+    cargo +nightly miri test -p spatium --lib --target i686-unknown-linux-gnu -- sph::layout
+}
+miri_log="$PWD/target/miri.log"
+miri_start=$SECONDS
+run_miri >"$miri_log" 2>&1 &
+miri_pid=$!
+echo "miri started beside the tests (pid $miri_pid, output in $miri_log)"
+
 stage "cargo test --workspace --profile ci (optimised, overflow checks on)"
 cargo test --workspace --profile ci
 
@@ -124,14 +146,15 @@ done
 stage "no_std build: spatium for thumbv7em-none-eabihf --features glam,mint,serde"
 cargo build -p spatium --release --target thumbv7em-none-eabihf --features glam,mint,serde
 
-stage "miri: the core's only unsafe (ParticleState Pod impls) and the small sort, 64- and 32-bit"
-# The nightly toolchain and Miri are installed if missing (about 1 min).
-# Miri is required: failing to install it fails the run.
-if ! rustup run nightly cargo miri --version >/dev/null 2>&1; then
-    rustup toolchain install nightly --profile minimal --component miri,rust-src --allow-downgrade
+stage "miri: the core's only unsafe (ParticleState Pod impls) and the small sort, 64- and 32-bit (started beside the tests)"
+miri_rc=0
+wait "$miri_pid" || miri_rc=$?
+cat "$miri_log"
+echo "miri: exit $miri_rc, $((SECONDS - miri_start)) s since it started"
+if ((miri_rc != 0)); then
+    echo "FAILED: miri (exit $miri_rc; output above, in $miri_log)" >&2
+    exit "$miri_rc"
 fi
-cargo +nightly miri test -p spatium --lib -- sph::layout sort::
-cargo +nightly miri test -p spatium --lib --target i686-unknown-linux-gnu -- sph::layout
 
 stage "firmware: scripts/firmware.sh (QEMU Cortex-M4 tests, stack and size reports)"
 # defmt-print decodes the defmt test's output (~5 min to install once).
@@ -176,26 +199,58 @@ else
     stage "cargo fuzz build (all targets: ${fuzz_flags[*]})"
     (cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz build "${fuzz_flags[@]}")
 
-    for target in uniform_hash hhg kdtree hhash sph broad_phase neighbor_search decomp periodic; do
-        stage "fuzz: $target for ${FUZZ_SECONDS}s"
+    # libFuzzer runs on one thread, so the targets run side by side, as
+    # many at a time as there are cores (FUZZ_JOBS overrides): each still
+    # gets its full FUZZ_SECONDS on a core of its own, and the stage takes
+    # about ceil(9 / jobs) * FUZZ_SECONDS instead of 9 * FUZZ_SECONDS. Each
+    # run's output goes to fuzz/target/fuzz-<target>.log; its last lines
+    # are printed when it ends, the whole log when it fails.
+    fuzz_jobs="${FUZZ_JOBS:-$(nproc)}"
+    fuzz_targets=(uniform_hash hhg kdtree hhash sph broad_phase neighbor_search decomp periodic)
+    stage "fuzz: ${#fuzz_targets[@]} targets for ${FUZZ_SECONDS}s each, $fuzz_jobs at a time"
+    fuzz_one() {
+        local target="$1" start=$SECONDS
         # Fuzz a copy of the committed seed corpus so the run leaves the
         # repository clean: new inputs go to fuzz/target/corpus-run-<target>,
         # crash inputs to fuzz/artifacts/<target>/ (both ignored by git).
-        run_dir="fuzz/target/corpus-run-$target"
+        local run_dir="fuzz/target/corpus-run-$target" log="fuzz/target/fuzz-$target.log"
         rm -rf "$run_dir"
         mkdir -p "$run_dir"
         cp -R "fuzz/corpus/$target/." "$run_dir/"
-        if ! (
+        if (
             cd fuzz &&
                 RUSTC_BOOTSTRAP=1 cargo fuzz run "${fuzz_flags[@]}" "$target" "target/corpus-run-$target" -- \
                     -max_total_time="$FUZZ_SECONDS" -timeout=60
-        ); then
+        ) >"$log" 2>&1; then
+            printf '\n--- fuzz: %s passed in %ds (%s)\n' "$target" $((SECONDS - start)) "$log"
+            grep -E '^(#[0-9]+\s+DONE|Done [0-9]+ runs)' "$log" || tail -n 3 "$log"
+        else
+            cat "$log" >&2
             echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!" >&2
-            echo "FUZZ FAILURE: $target (crash input under fuzz/artifacts/$target/)" >&2
+            echo "FUZZ FAILURE: $target (crash input under fuzz/artifacts/$target/, log $log)" >&2
             echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!" >&2
-            exit 1
+            return 1
         fi
+    }
+    fuzz_failed=()
+    declare -A fuzz_pid_target=()
+    for target in "${fuzz_targets[@]}"; do
+        # Wait for a slot; collect every run that ends, failed or not.
+        while (($(jobs -rp | wc -l) >= fuzz_jobs)); do
+            done_pid=""
+            if ! wait -n -p done_pid; then fuzz_failed+=("${fuzz_pid_target[$done_pid]}"); fi
+            unset "fuzz_pid_target[$done_pid]"
+        done
+        fuzz_one "$target" &
+        fuzz_pid_target[$!]="$target"
     done
+    for pid in "${!fuzz_pid_target[@]}"; do
+        if ! wait "$pid"; then fuzz_failed+=("${fuzz_pid_target[$pid]}"); fi
+    done
+    if ((${#fuzz_failed[@]} > 0)); then
+        echo "FUZZ FAILURE in: ${fuzz_failed[*]}" >&2
+        exit 1
+    fi
 fi
 
 finish_stage
