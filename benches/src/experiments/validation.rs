@@ -28,11 +28,12 @@ use crate::TABLE_FACTOR;
 use crate::plot::{Panel, Scale, Series, svg};
 use crate::provenance::Provenance;
 use crate::template::{fill_values, table};
+use spatium::sph::kernel::Kernels;
 use spatium::sph::source::{Lattice, Packing};
 use spatium::sph::walls::{BoundaryParticles, BoundaryState, Face, Slip, TankFaces, box_count};
 use spatium::sph::{Fluid, ParticleState, SphParams};
 use spatium::table::table_len;
-use spatium::{BoundingBox, Error, Point, Vec2, Vec3};
+use spatium::{BoundingBox, Error, NeighborSearch, Point, Vec2, Vec3};
 use spatium_host::make::{self, VecCellSorted};
 
 /// The prose of the report.
@@ -144,6 +145,11 @@ struct Settled {
     /// Largest `|p̄ − ρ₀g(H_s − y)|` of the layers below the top three, over
     /// `ρ₀gH_s`.
     worst: f32,
+    /// As `floor` and `worst` for the stress: the pressure plus the
+    /// cohesion's virial ([`Virial`]); the same figures without surface
+    /// tension.
+    stress_floor: f32,
+    stress_worst: f32,
     /// `((H − y)/H, p/(ρ₀gH))` per layer, H nominal.
     profile: Vec<(f64, f64)>,
     seconds: f64,
@@ -151,8 +157,14 @@ struct Settled {
 
 /// The column `per_h` spacings tall, filled with `packing` (and the
 /// parameters fitted to it), settled with boundary-particle walls
-/// (`walls_on`) or the clamp walls alone.
-fn settle<P: Point>(per_h: u32, walls_on: bool, packing: Packing) -> Result<Settled, Error> {
+/// (`walls_on`) or the clamp walls alone, with the preset's surface
+/// tension (`tension`) or none.
+fn settle<P: Point>(
+    per_h: u32,
+    walls_on: bool,
+    packing: Packing,
+    tension: bool,
+) -> Result<Settled, Error> {
     let start = Instant::now();
     let d3 = P::DIM == 3;
     let (height, width) = (COLUMN_H, if d3 { COLUMN_W_3D } else { COLUMN_W_2D });
@@ -160,7 +172,10 @@ fn settle<P: Point>(per_h: u32, walls_on: bool, packing: Packing) -> Result<Sett
     let depth = if d3 { width } else { 0.0 };
     let tank = boxed::<P>([0.0; 3], [width, 1.5 * height, depth])?;
     let lattice = Lattice::<P>::packed(boxed::<P>([0.0; 3], [width, height, depth])?, s, packing)?;
-    let p = water::<P>(tank, s, height).fit_lattice(&lattice)?;
+    let mut p = water::<P>(tank, s, height).fit_lattice(&lattice)?;
+    if !tension {
+        p.surface_tension = 0.0;
+    }
     let n = lattice.len();
     let mut f = Fluid::new(vec![P::ZERO; n], vec![ParticleState::EMPTY; n], p);
     f.fill_lattice(&lattice, P::ZERO)?;
@@ -175,6 +190,10 @@ fn settle<P: Point>(per_h: u32, walls_on: bool, packing: Packing) -> Result<Sett
     let avg_from = steps - steps / 6;
     let mut y_avg = vec![0.0f64; n];
     let mut p_avg = vec![0.0f64; n];
+    // The cohesion's share of each particle's stress (its virial, below),
+    // averaged as the pressure is.
+    let mut c_avg = vec![0.0f64; n];
+    let mut virial = Virial::new(&p, n)?;
     for i in 0..steps {
         if walls_on {
             f.step(&mut ns, &mut w, &mut ())?;
@@ -186,17 +205,20 @@ fn settle<P: Point>(per_h: u32, walls_on: bool, packing: Packing) -> Result<Sett
                 y_avg[k] += f64::from(x.coord(1));
                 p_avg[k] += f64::from(st.pressure);
             }
+            virial.add(&f, &mut c_avg)?;
         }
     }
     let samples = (steps - avg_from) as f64;
     let mut sum_y = vec![0.0f64; rows];
     let mut sum_p = vec![0.0f64; rows];
+    let mut sum_q = vec![0.0f64; rows];
     let mut cnt = vec![0usize; rows];
-    for (y, pr) in y_avg.iter().zip(&p_avg) {
+    for ((y, pr), c) in y_avg.iter().zip(&p_avg).zip(&c_avg) {
         let y = y / samples;
         let r = ((y / f64::from(row)).max(0.0) as usize).min(rows - 1);
         sum_y[r] += y;
         sum_p[r] += pr / samples;
+        sum_q[r] += (pr + c) / samples;
         cnt[r] += 1;
     }
     let top = (0..rows).rev().find(|&r| cnt[r] > 0).unwrap_or(0);
@@ -204,16 +226,20 @@ fn settle<P: Point>(per_h: u32, walls_on: bool, packing: Packing) -> Result<Sett
     let surface = mean(top).0 + 0.5 * f64::from(row);
     let rho_g = f64::from(p.rest_density * G);
     let (mut worst, mut floor) = (0.0f64, f64::NAN);
+    let (mut stress_worst, mut stress_floor) = (0.0f64, f64::NAN);
     let mut profile = Vec::new();
     for r in (0..=top).filter(|&r| cnt[r] > 0) {
         let (y, got) = mean(r);
+        let stress = sum_q[r] / cnt[r] as f64;
         let want = rho_g * (surface - y);
         if r == 0 {
             floor = got / want - 1.0;
+            stress_floor = stress / want - 1.0;
         }
         // The top three layers carry the free surface's density deficit.
         if r + 3 <= top {
             worst = worst.max((got - want).abs() / (rho_g * surface));
+            stress_worst = stress_worst.max((stress - want).abs() / (rho_g * surface));
         }
         let hn = f64::from(height);
         profile.push(((hn - y) / hn, got / (rho_g * hn)));
@@ -242,9 +268,62 @@ fn settle<P: Point>(per_h: u32, walls_on: bool, packing: Packing) -> Result<Sett
         floor: floor as f32,
         gradient: gradient as f32,
         worst: worst as f32,
+        stress_floor: stress_floor as f32,
+        stress_worst: stress_worst as f32,
         profile,
         seconds: start.elapsed().as_secs_f64(),
     })
+}
+
+/// The cohesion's share of each particle's isotropic stress, its virial
+/// `(1/(2d·Vᵢ)) Σⱼ rᵢⱼ·Fᵢⱼ` over the cohesion forces `Fᵢⱼ` (the fluid's own
+/// pairs: the walls exert none), `Vᵢ = m/ρᵢ`: negative where the particles
+/// attract. The stress that balances gravity is the pressure plus this.
+/// The force is the solver's (`γ·m²·C(r)·2ρ₀/(ρᵢ + ρⱼ)` along `rᵢⱼ`,
+/// attractive for `C > 0`); the curvature term, which acts through the
+/// normals and vanishes inside the fluid, is left out.
+struct Virial<P: Point> {
+    params: SphParams<P>,
+    kernels: Kernels,
+    search: VecCellSorted<P>,
+    sums: Vec<f32>,
+}
+
+impl<P: Point> Virial<P> {
+    fn new(params: &SphParams<P>, n: usize) -> Result<Self, Error> {
+        Ok(Self {
+            params: *params,
+            kernels: params.kernels()?,
+            search: search::<P>(n),
+            sums: vec![0.0; n],
+        })
+    }
+
+    /// Adds each particle's cohesion virial in `f`'s present state to `out`.
+    fn add(&mut self, f: &VecFluid<P>, out: &mut [f64]) -> Result<(), Error> {
+        let p = &self.params;
+        if p.surface_tension <= 0.0 {
+            return Ok(());
+        }
+        self.search.build(f.positions(), p.h)?;
+        let st = f.state();
+        let (k, sums) = (&self.kernels, &mut self.sums);
+        sums.fill(0.0);
+        self.search.for_each_pair(|a, b, d2| {
+            let (a, b) = (a as usize, b as usize);
+            let r = d2.sqrt();
+            let scale = 2.0 * p.rest_density / (st[a].density + st[b].density);
+            // rᵢⱼ·Fᵢⱼ / (γm²): minus |r|·C(r) scaled.
+            let w = -r * k.cohesion(r) * scale;
+            sums[a] += w;
+            sums[b] += w;
+        });
+        let per = p.surface_tension * p.mass / (2.0 * P::DIM as f32);
+        for ((o, s), x) in out.iter_mut().zip(sums.iter()).zip(st) {
+            *o += f64::from(per * x.density * s);
+        }
+        Ok(())
+    }
 }
 
 /// One resolution of the column: with walls, and with the clamp walls.
@@ -259,12 +338,22 @@ struct ColumnRow {
     other: Settled,
     /// The clamp walls alone, cubic fill.
     clamp: Settled,
+    /// As `walls` without surface tension: the EOS pressure is then the
+    /// only stress (see the template's section 1).
+    tensionless: Settled,
 }
 
 impl ColumnRow {
     fn met(&self) -> bool {
         let w = &self.walls;
         w.drop.abs() < 0.5 && w.floor.abs() < 0.05 && w.worst < 0.05
+    }
+
+    /// [`met`](Self::met) read on the stress (the pressure plus the
+    /// cohesion's virial) instead of the pressure.
+    fn met_on_stress(&self) -> bool {
+        let w = &self.walls;
+        w.drop.abs() < 0.5 && w.stress_floor.abs() < 0.05 && w.stress_worst < 0.05
     }
 }
 
@@ -299,19 +388,23 @@ fn packing_name(p: Packing) -> &'static str {
 }
 
 fn column(dim: usize, per_h: u32) -> Result<ColumnRow, Error> {
-    let run = |walls_on, packing| {
+    let run = |walls_on, packing, tension| {
         let r = if dim == 3 {
-            settle::<Vec3>(per_h, walls_on, packing)
+            settle::<Vec3>(per_h, walls_on, packing, tension)
         } else {
-            settle::<Vec2>(per_h, walls_on, packing)
+            settle::<Vec2>(per_h, walls_on, packing, tension)
         }?;
         eprintln!(
-            "hydrostatic column {dim}D, H/{per_h}, {} {packing:?}: drop {:.2} spacings, floor {:+.4}, \
-             worst {:.4}, {} particles x {} steps in {:.1} s",
+            "hydrostatic column {dim}D, H/{per_h}, {} {packing:?}{}: drop {:.2} spacings, \
+             floor {:+.4}, worst {:.4} (stress: floor {:+.4}, worst {:.4}), {} particles x {} \
+             steps in {:.1} s",
             if walls_on { "walls" } else { "clamp" },
+            if tension { "" } else { ", no surface tension" },
             r.drop,
             r.floor,
             r.worst,
+            r.stress_floor,
+            r.stress_worst,
             r.n,
             r.steps,
             r.seconds
@@ -321,9 +414,10 @@ fn column(dim: usize, per_h: u32) -> Result<ColumnRow, Error> {
     Ok(ColumnRow {
         dim,
         per_h,
-        walls: run(true, fill(dim))?,
-        other: run(true, other_fill(dim))?,
-        clamp: run(false, Packing::Cubic)?,
+        walls: run(true, fill(dim), true)?,
+        other: run(true, other_fill(dim), true)?,
+        clamp: run(false, Packing::Cubic, true)?,
+        tensionless: run(true, fill(dim), false)?,
     })
 }
 
@@ -350,7 +444,7 @@ fn hydro_table(rows: &[ColumnRow]) -> String {
     let body: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {
-            let (w, q, c) = (&r.walls, &r.other, &r.clamp);
+            let (w, q, c, t) = (&r.walls, &r.other, &r.clamp, &r.tensionless);
             vec![
                 format!("{}D", r.dim),
                 format!("H/{} ({} m)", r.per_h, COLUMN_H / r.per_h as f32),
@@ -362,13 +456,22 @@ fn hydro_table(rows: &[ColumnRow]) -> String {
                 pct(f64::from(w.floor)),
                 format!("{:.2} %", 100.0 * w.worst),
                 verdict(r.met()).to_owned(),
+                pct(f64::from(w.stress_floor)),
+                format!("{:.2} %", 100.0 * w.stress_worst),
+                verdict(r.met_on_stress()).to_owned(),
                 format!("{:.2}", q.drop),
                 pct(f64::from(q.floor)),
                 format!("{:.2} %", 100.0 * q.worst),
                 format!("{:.2}", c.drop),
                 pct(f64::from(c.floor)),
                 format!("{:.2} %", 100.0 * c.worst),
-                format!("{:.0} + {:.0} + {:.0}", w.seconds, q.seconds, c.seconds),
+                format!("{:.2}", t.drop),
+                pct(f64::from(t.floor)),
+                format!("{:.2} %", 100.0 * t.worst),
+                format!(
+                    "{:.0} + {:.0} + {:.0} + {:.0}",
+                    w.seconds, q.seconds, c.seconds, t.seconds
+                ),
             ]
         })
         .collect();
@@ -384,13 +487,19 @@ fn hydro_table(rows: &[ColumnRow]) -> String {
             "floor layer",
             "worst layer (of ρ₀gH)",
             "target",
+            "stress: floor layer",
+            "stress: worst layer",
+            "target on the stress",
             "other fill: drop",
             "other fill: floor layer",
             "other fill: worst layer",
             "clamp walls (cubic fill): drop",
             "clamp: floor layer",
             "clamp: worst layer",
-            "run time (s, fill + other + clamp)",
+            "no surface tension: drop",
+            "no surface tension: floor layer",
+            "no surface tension: worst layer",
+            "run time (s, fill + other + clamp + no tension)",
         ],
         &body,
     )
@@ -725,16 +834,18 @@ fn run_all(quick: bool, full: bool) -> Result<Results, Error> {
         );
     } else {
         let last = columns.last().expect("the 3D columns ran");
-        // Three runs: with the walls, filled each way, and with the clamp
-        // walls.
-        let seconds = last.walls.seconds + last.other.seconds + last.clamp.seconds;
+        // Four runs: with the walls, filled each way, with the clamp walls,
+        // and with the walls but no surface tension.
+        let seconds =
+            last.walls.seconds + last.other.seconds + last.clamp.seconds + last.tensionless.seconds;
         match fits(
             full,
-            "3D column at H/40, with the walls (both fills) and with the clamp walls",
-            seconds / 3.0,
+            "3D column at H/40, with the walls (both fills, and without surface tension) and \
+             with the clamp walls",
+            seconds / 4.0,
             column_size(3, 20)?,
             column_size(3, 40)?,
-            3,
+            4,
         ) {
             Ok(()) => columns.push(column(3, 40)?),
             Err(note) => left_out.push(note),
@@ -951,7 +1062,8 @@ pub fn main(args: &[String]) -> ExitCode {
         headline.push_str(&format!(
             "Hydrostatic column {dim}D, {} fill, at {}: surface drop {} spacings, floor layer {}, \
              worst layer {} of ρ₀gH (target {}; {} fill: drop {} spacings; clamp walls: drop {} \
-             spacings). ",
+             spacings; on the stress: floor layer {}, worst layer {}, target {}; without surface \
+             tension: floor layer {}, worst layer {}). ",
             packing_name(fill(dim)),
             list(&|r| format!("H/{}", r.per_h)),
             list(&|r| format!("{:.2}", r.walls.drop)),
@@ -965,6 +1077,15 @@ pub fn main(args: &[String]) -> ExitCode {
             packing_name(other_fill(dim)),
             list(&|r| format!("{:.2}", r.other.drop)),
             list(&|r| format!("{:.2}", r.clamp.drop)),
+            list(&|r| pct(f64::from(r.walls.stress_floor))),
+            list(&|r| format!("{:.1} %", 100.0 * r.walls.stress_worst)),
+            if rows.iter().all(|r| r.met_on_stress()) {
+                "met"
+            } else {
+                "**not met**"
+            },
+            list(&|r| pct(f64::from(r.tensionless.floor))),
+            list(&|r| format!("{:.1} %", 100.0 * r.tensionless.worst)),
         ));
     }
     for runs in [&noslip, &freeslip] {

@@ -69,7 +69,8 @@ impl Column {
 }
 
 /// The column filled with `packing` (the parameters fitted to it), settled
-/// `seconds` with boundary-particle walls (`walls_on`) or the clamp alone.
+/// `seconds` with boundary-particle walls (`walls_on`) or the clamp alone,
+/// with the preset's surface tension (`tension`) or none.
 fn column<P: Point>(
     s: f32,
     height: f32,
@@ -77,6 +78,7 @@ fn column<P: Point>(
     seconds: f32,
     walls_on: bool,
     packing: Packing,
+    tension: bool,
 ) -> Column {
     let d3 = P::DIM == 3;
     let tank_hi = [width, 1.5 * height, if d3 { width } else { 0.0 }];
@@ -84,10 +86,13 @@ fn column<P: Point>(
     // The speed of sound from the column's height.
     let block = boxed::<P>([0.0; 3], [width, height, if d3 { width } else { 0.0 }]);
     let lattice = Lattice::<P>::packed(block, s, packing).unwrap();
-    let p = SphParams::<P>::water(tank, s, height)
+    let mut p = SphParams::<P>::water(tank, s, height)
         .unwrap()
         .fit_lattice(&lattice)
         .unwrap();
+    if !tension {
+        p.surface_tension = 0.0;
+    }
     let mut f: VecFluid<P> = Fluid::new(vec![P::ZERO; 20000], vec![ParticleState::EMPTY; 20000], p);
     let n = f.fill_lattice(&lattice, P::ZERO).unwrap();
     // Layers are the lattice's rows; the column is as tall as its rows.
@@ -191,14 +196,14 @@ fn column<P: Point>(
 /// layer more than 20 % short (the defect the walls mend).
 #[test]
 fn water_column_2d_is_hydrostatic() {
-    let c = column::<Vec2>(0.005, 0.2, 0.2, 1.5, true, Packing::Close);
+    let c = column::<Vec2>(0.005, 0.2, 0.2, 1.5, true, Packing::Close, true);
     c.check("2D close packed");
     assert!(c.drop.abs() < 0.25, "2D close packed: drop {}", c.drop);
     assert!(c.worst < 0.05, "2D close packed: worst layer {}", c.worst);
-    let cubic = column::<Vec2>(0.005, 0.2, 0.2, 1.5, true, Packing::Cubic);
+    let cubic = column::<Vec2>(0.005, 0.2, 0.2, 1.5, true, Packing::Cubic, true);
     cubic.check("2D cubic");
     assert!(cubic.drop > 0.35, "2D cubic: drop {}", cubic.drop);
-    let clamp = column::<Vec2>(0.005, 0.2, 0.2, 1.5, false, Packing::Cubic);
+    let clamp = column::<Vec2>(0.005, 0.2, 0.2, 1.5, false, Packing::Cubic, true);
     println!(
         "2D clamp walls: drop {:.2} spacings, floor {:+.3}",
         clamp.drop, clamp.floor
@@ -210,7 +215,34 @@ fn water_column_2d_is_hydrostatic() {
 /// 1 cm).
 #[test]
 fn water_column_3d_is_hydrostatic() {
-    column::<Vec3>(0.01, 0.2, 0.1, 1.5, true, Packing::Cubic).check("3D");
+    column::<Vec3>(0.01, 0.2, 0.1, 1.5, true, Packing::Cubic, true).check("3D");
+}
+
+/// What the 3D columns' misses come from: the preset's cohesion. The 3D
+/// column at 2 cm (5 × 10 × 5 particles) with the preset misses the
+/// pressure target by far (worst layer 12.6 % of `ρ₀gH`, floor layer
+/// +7.2 %: the validation report); the same column without surface
+/// tension meets every part of it (measured: drop 0.33 spacing, floor
+/// +3.5 %, worst layer 4.6 %). Part of the difference is that the
+/// equation-of-state pressure also carries the cohesion's pull (its
+/// virial, about 2 of the 8 points here: the validation report's section
+/// 1), the rest what the cohesion does to a column five particles wide.
+#[test]
+fn water_column_3d_without_surface_tension_meets_the_pressure_target() {
+    let dry = column::<Vec3>(0.02, 0.2, 0.1, 1.5, true, Packing::Cubic, false);
+    dry.check("3D, 2 cm, no surface tension");
+    assert!(dry.worst < 0.05, "worst layer {}", dry.worst);
+    let wet = column::<Vec3>(0.02, 0.2, 0.1, 1.5, true, Packing::Cubic, true);
+    println!(
+        "3D, 2 cm, the preset's surface tension: drop {:.2}, floor {:+.4}, worst layer {:.4}",
+        wet.drop, wet.floor, wet.worst
+    );
+    assert!(
+        wet.worst > dry.worst + 0.03,
+        "{} against {}",
+        wet.worst,
+        dry.worst
+    );
 }
 
 /// The sample: every point outside the domain, on the lattice continuing
