@@ -225,25 +225,31 @@ fn settle<P: Point>(
     let mean = |r: usize| (sum_y[r] / cnt[r] as f64, sum_p[r] / cnt[r] as f64);
     let surface = mean(top).0 + 0.5 * f64::from(row);
     let rho_g = f64::from(p.rest_density * G);
-    let (mut worst, mut floor) = (0.0f64, f64::NAN);
-    let (mut stress_worst, mut stress_floor) = (0.0f64, f64::NAN);
-    let mut profile = Vec::new();
-    for r in (0..=top).filter(|&r| cnt[r] > 0) {
-        let (y, got) = mean(r);
-        let stress = sum_q[r] / cnt[r] as f64;
-        let want = rho_g * (surface - y);
-        if r == 0 {
-            floor = got / want - 1.0;
-            stress_floor = stress / want - 1.0;
+    // The floor layer's relative error and the worst layer's below the top
+    // three (which carry the free surface's density deficit), over ρ₀gH_s,
+    // of per-layer sums `v` (the pressure, or the stress).
+    let judge = |v: &[f64]| {
+        let (mut floor, mut worst) = (f64::NAN, 0.0f64);
+        for r in (0..=top).filter(|&r| cnt[r] > 0) {
+            let (y, got) = (sum_y[r] / cnt[r] as f64, v[r] / cnt[r] as f64);
+            let want = rho_g * (surface - y);
+            if r == 0 {
+                floor = got / want - 1.0;
+            }
+            if r + 3 <= top {
+                worst = worst.max((got - want).abs() / (rho_g * surface));
+            }
         }
-        // The top three layers carry the free surface's density deficit.
-        if r + 3 <= top {
-            worst = worst.max((got - want).abs() / (rho_g * surface));
-            stress_worst = stress_worst.max((stress - want).abs() / (rho_g * surface));
-        }
-        let hn = f64::from(height);
-        profile.push(((hn - y) / hn, got / (rho_g * hn)));
-    }
+        (floor, worst)
+    };
+    let (floor, worst) = judge(&sum_p);
+    let (stress_floor, stress_worst) = judge(&sum_q);
+    let hn = f64::from(height);
+    let profile: Vec<(f64, f64)> = (0..=top)
+        .filter(|&r| cnt[r] > 0)
+        .map(mean)
+        .map(|(y, got)| ((hn - y) / hn, got / (rho_g * hn)))
+        .collect();
     // Least-squares line through the layers below the top three.
     let pts: Vec<(f64, f64)> = (0..top.saturating_sub(2))
         .filter(|&r| cnt[r] > 0)
