@@ -26,6 +26,7 @@
 //!
 pub mod bp_peers;
 pub mod check;
+pub mod cluster_pairs;
 pub mod experiments;
 pub mod measure;
 pub mod peers;
