@@ -7,7 +7,8 @@
 //!
 //! The `neighbors` groups run on one thread: only sequential code paths of
 //! the peers are called. The `threads` group runs spatium's parallel forms
-//! and kiddo's queries on 1 and 2 threads.
+//! and kiddo's queries on 1 and 2 threads. The `clusters` group times the
+//! cluster-pair prototype (issue 17) beside the cell-sorted hash.
 //!
 //! Before an implementation is timed on a scene, its answer is checked
 //! against spatium's pair count (`spatium_benches::check`); a mismatch
@@ -183,5 +184,59 @@ fn periodic(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, neighbors, threads, periodic);
+/// `clusters/pairs/N/{spatium-sorted, cluster-4, cluster-8}`: build + every
+/// pair on the cell-ordered fluid block, by the cell-sorted hash and by the
+/// cluster-pair prototype (`spatium_benches::cluster_pairs`, GROMACS's
+/// scheme; clusters of 4 or 8 in columns of one radius) — issue 17's
+/// cluster-pair experiment. The pair counts are checked equal first.
+fn clusters(c: &mut Criterion) {
+    use spatium::NeighborSearch;
+    use spatium::table::table_len;
+    use spatium_benches::cluster_pairs::ClusterPairs;
+    for side in [SIDES[0], SIDES[1]] {
+        let scene = Scene::new(side, Order::CellOrdered);
+        let (n, r) = (scene.points.len(), scene.radius);
+        let pts = &scene.points;
+        let mut sorted = spatium_host::make::cell_sorted(n, table_len(n, 2));
+        let mut c4 = ClusterPairs::<4>::new(r);
+        let mut c8 = ClusterPairs::<8>::new(r);
+        let mut hash_pairs = || {
+            sorted.build(pts, r).expect("build");
+            let mut k = 0u64;
+            sorted.for_each_pair(|_, _, _| k += 1);
+            k
+        };
+        let want = hash_pairs();
+        c4.build(pts, r);
+        c8.build(pts, r);
+        assert_eq!(c4.for_each_pair(|_, _, _| ()).pairs, want, "cluster-4");
+        assert_eq!(c8.for_each_pair(|_, _, _| ()).pairs, want, "cluster-8");
+        let mut g = c.benchmark_group(format!("clusters/pairs/{n}"));
+        g.throughput(Throughput::Elements(n as u64))
+            .sample_size(10)
+            .sampling_mode(SamplingMode::Flat)
+            .warm_up_time(Duration::from_millis(300))
+            .measurement_time(Duration::from_secs(2));
+        g.bench_function("spatium-sorted", |b| b.iter(|| black_box(hash_pairs())));
+        g.bench_function("cluster-4", |b| {
+            b.iter(|| {
+                c4.build(pts, r);
+                let mut k = 0u64;
+                c4.for_each_pair(|_, _, _| k += 1);
+                black_box(k)
+            })
+        });
+        g.bench_function("cluster-8", |b| {
+            b.iter(|| {
+                c8.build(pts, r);
+                let mut k = 0u64;
+                c8.for_each_pair(|_, _, _| k += 1);
+                black_box(k)
+            })
+        });
+        g.finish();
+    }
+}
+
+criterion_group!(benches, neighbors, threads, periodic, clusters);
 criterion_main!(benches);
