@@ -16,8 +16,8 @@
 //! rebuilds cost with a Verlet skin); `cluster build` rows time the binning
 //! alone.
 
-use spatium::NeighborSearch;
-use spatium_benches::cluster_pairs::ClusterPairs;
+use spatium::{NeighborSearch, Vec3};
+use spatium_benches::cluster_pairs::{ClusterPairs, Sweep};
 use spatium_benches::measure::{median, time};
 use spatium_benches::{Order, SPACING, Scene, TABLE_FACTOR};
 use spatium_host::make;
@@ -25,6 +25,23 @@ use spatium_host::make;
 /// The Verlet skin of the listed variants, as a fraction of the radius
 /// (the SPH step's default skin is 0.1 h).
 const SKIN: f32 = 0.1;
+
+/// Build, search and every pair, counted through the callback.
+fn fresh<const M: usize>(c: &mut ClusterPairs<M>, points: &[Vec3], r: f32) -> Sweep {
+    c.build(points, r);
+    let mut x = 0u64;
+    let s = c.for_each_pair(|_, _, _| x += 1);
+    assert_eq!(x, s.pairs);
+    s
+}
+
+/// The kept list's sweep alone, counted through the callback.
+fn listed<const M: usize>(c: &ClusterPairs<M>) -> Sweep {
+    let mut x = 0u64;
+    let s = c.for_each_listed(|_, _, _| x += 1);
+    assert_eq!(x, s.pairs);
+    s
+}
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -45,7 +62,7 @@ fn main() {
         .iter()
         .map(|e| ClusterPairs::new(e * SPACING))
         .collect();
-    let mut l4: Vec<ClusterPairs<4>> = edges
+    let l4: Vec<ClusterPairs<4>> = edges
         .iter()
         .map(|e| {
             let mut c = ClusterPairs::new(e * SPACING);
@@ -54,7 +71,7 @@ fn main() {
             c
         })
         .collect();
-    let mut l8: Vec<ClusterPairs<8>> = edges
+    let l8: Vec<ClusterPairs<8>> = edges
         .iter()
         .map(|e| {
             let mut c = ClusterPairs::new(e * SPACING);
@@ -100,41 +117,19 @@ fn main() {
         let want = out;
         record(&mut k, (out, 0), t.cpu_ms());
         for c in &mut c4 {
-            let (s, t) = time(|| {
-                c.build(&scene.points, r);
-                let mut x = 0u64;
-                let s = c.for_each_pair(|_, _, _| x += 1);
-                assert_eq!(x, s.pairs);
-                s
-            });
+            let (s, t) = time(|| fresh(c, &scene.points, r));
             record(&mut k, (s.pairs, s.cluster_pairs), t.cpu_ms());
         }
         for c in &mut c8 {
-            let (s, t) = time(|| {
-                c.build(&scene.points, r);
-                let mut x = 0u64;
-                let s = c.for_each_pair(|_, _, _| x += 1);
-                assert_eq!(x, s.pairs);
-                s
-            });
+            let (s, t) = time(|| fresh(c, &scene.points, r));
             record(&mut k, (s.pairs, s.cluster_pairs), t.cpu_ms());
         }
-        for c in &mut l4 {
-            let (s, t) = time(|| {
-                let mut x = 0u64;
-                let s = c.for_each_listed(|_, _, _| x += 1);
-                assert_eq!(x, s.pairs);
-                s
-            });
+        for c in &l4 {
+            let (s, t) = time(|| listed(c));
             record(&mut k, (s.pairs, s.cluster_pairs), t.cpu_ms());
         }
-        for c in &mut l8 {
-            let (s, t) = time(|| {
-                let mut x = 0u64;
-                let s = c.for_each_listed(|_, _, _| x += 1);
-                assert_eq!(x, s.pairs);
-                s
-            });
+        for c in &l8 {
+            let (s, t) = time(|| listed(c));
             record(&mut k, (s.pairs, s.cluster_pairs), t.cpu_ms());
         }
         let ((), t) = time(|| c4[1].build(&scene.points, r));
