@@ -26,6 +26,15 @@ use spatium_host::make;
 /// (the SPH step's default skin is 0.1 h).
 const SKIN: f32 = 0.1;
 
+/// A structure with columns `edge` spacings wide, built on `points`, its
+/// cluster-pair list kept at radius + skin (not timed).
+fn kept<const M: usize>(edge: f32, points: &[Vec3], r: f32) -> ClusterPairs<M> {
+    let mut c = ClusterPairs::new(edge * SPACING);
+    c.build(points, r);
+    c.build_list(SKIN * r);
+    c
+}
+
 /// Build, search and every pair, counted through the callback.
 fn fresh<const M: usize>(c: &mut ClusterPairs<M>, points: &[Vec3], r: f32) -> Sweep {
     c.build(points, r);
@@ -62,24 +71,8 @@ fn main() {
         .iter()
         .map(|e| ClusterPairs::new(e * SPACING))
         .collect();
-    let l4: Vec<ClusterPairs<4>> = edges
-        .iter()
-        .map(|e| {
-            let mut c = ClusterPairs::new(e * SPACING);
-            c.build(&scene.points, r);
-            c.build_list(SKIN * r);
-            c
-        })
-        .collect();
-    let l8: Vec<ClusterPairs<8>> = edges
-        .iter()
-        .map(|e| {
-            let mut c = ClusterPairs::new(e * SPACING);
-            c.build(&scene.points, r);
-            c.build_list(SKIN * r);
-            c
-        })
-        .collect();
+    let l4: Vec<ClusterPairs<4>> = edges.iter().map(|&e| kept(e, &scene.points, r)).collect();
+    let l8: Vec<ClusterPairs<8>> = edges.iter().map(|&e| kept(e, &scene.points, r)).collect();
 
     let mut names: Vec<String> = vec!["spatium-sorted".into()];
     for m in [4, 8] {
