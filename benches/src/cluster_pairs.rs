@@ -65,9 +65,11 @@ pub struct ClusterPairs<const M: usize> {
     ids: Vec<u32>,
     /// Bounding box of each cluster: `[lo.x, lo.y, lo.z, hi.x, hi.y, hi.z]`.
     boxes: Vec<[f32; 6]>,
-    /// Scratch of the build: per point its column, then the column counts.
+    /// Scratch of the build: per point its column, the column starts and
+    /// the scatter's cursors.
     col_of: Vec<u32>,
     counts: Vec<u32>,
+    next: Vec<u32>,
     order: Vec<u32>,
     /// The kept cluster-pair list (`build_list`).
     list: Vec<(u32, u32)>,
@@ -96,11 +98,6 @@ impl<const M: usize> ClusterPairs<M> {
             column_edge,
             ..Self::default()
         }
-    }
-
-    /// Number of clusters of the last build.
-    pub fn clusters(&self) -> usize {
-        self.boxes.len()
     }
 
     /// Bins `points` for pairs within `radius` (finite input assumed: a
@@ -135,13 +132,12 @@ impl<const M: usize> ClusterPairs<M> {
         }
         self.order.clear();
         self.order.resize(points.len(), 0);
-        {
-            let mut next = self.counts.clone();
-            for (i, &c) in self.col_of.iter().enumerate() {
-                let slot = &mut next[c as usize];
-                self.order[*slot as usize] = i as u32;
-                *slot += 1;
-            }
+        self.next.clear();
+        self.next.extend_from_slice(&self.counts);
+        for (i, &c) in self.col_of.iter().enumerate() {
+            let slot = &mut self.next[c as usize];
+            self.order[*slot as usize] = i as u32;
+            *slot += 1;
         }
         // Each column sorted by z, then cut into clusters.
         self.col_start.clear();
@@ -205,12 +201,14 @@ impl<const M: usize> ClusterPairs<M> {
             }
         }
         let mut cursor = vec![0u32; stencil.len()];
+        // The neighbour columns of the current one: (column, first, end).
+        let mut nbrs: Vec<(usize, u32, u32)> = Vec::with_capacity(stencil.len());
         for cy in 0..ny {
             for cx in 0..nx {
                 let c = cx + nx * cy;
                 let (i0, i1) = (self.col_start[c], self.col_start[c + 1]);
                 // The neighbour columns and their cursors.
-                let mut nbrs: Vec<(usize, u32, u32)> = Vec::with_capacity(stencil.len());
+                nbrs.clear();
                 for &(dx, dy) in &stencil {
                     let (x, y) = (cx as isize + dx, cy as isize + dy);
                     if x < 0 || x >= nx as isize || y >= ny as isize {

@@ -55,10 +55,10 @@ fn listed<const M: usize>(c: &ClusterPairs<M>) -> Sweep {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let side: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(46);
-    let order = match args.get(2).map(String::as_str) {
-        Some("shuffled") => Order::Shuffled,
-        _ => Order::CellOrdered,
-    };
+    let order = Order::ALL
+        .into_iter()
+        .find(|o| args.get(2).is_some_and(|a| a == o.name()))
+        .unwrap_or(Order::CellOrdered);
     let scene = Scene::new(side, order);
     let (n, r) = (scene.n(), scene.radius);
     let mut hash = make::cell_sorted(n, spatium::table::table_len(n, TABLE_FACTOR));
@@ -89,16 +89,18 @@ fn main() {
         names.push(format!("cluster build {m}/1.6"));
     }
     let mut times = vec![Vec::new(); names.len()];
-    let mut counts = vec![0u64; names.len()];
-    let mut cluster_pairs = vec![0u64; names.len()];
+    // Per variant: the pairs it found and, for the cluster sweeps, the
+    // cluster pairs and the share of useful distances (none for builds).
+    let mut found: Vec<Option<u64>> = vec![None; names.len()];
+    let mut sweeps: Vec<Option<(u64, f64)>> = vec![None; names.len()];
     for round in 0..13 {
         let mut k = 0;
-        let mut record = |k: &mut usize, out: (u64, u64), ms: f64| {
+        let mut record = |k: &mut usize, pairs: Option<u64>, sweep: Option<(u64, f64)>, ms: f64| {
             if round >= 2 {
                 times[*k].push(ms);
             }
-            counts[*k] = out.0;
-            cluster_pairs[*k] = out.1;
+            found[*k] = pairs;
+            sweeps[*k] = sweep;
             *k += 1;
         };
         let (out, t) = time(|| {
@@ -107,28 +109,47 @@ fn main() {
             hash.for_each_pair(|_, _, _| c += 1);
             c
         });
-        let want = out;
-        record(&mut k, (out, 0), t.cpu_ms());
+        record(&mut k, Some(out), None, t.cpu_ms());
         for c in &mut c4 {
             let (s, t) = time(|| fresh(c, &scene.points, r));
-            record(&mut k, (s.pairs, s.cluster_pairs), t.cpu_ms());
+            record(
+                &mut k,
+                Some(s.pairs),
+                Some((s.cluster_pairs, s.efficiency::<4>())),
+                t.cpu_ms(),
+            );
         }
         for c in &mut c8 {
             let (s, t) = time(|| fresh(c, &scene.points, r));
-            record(&mut k, (s.pairs, s.cluster_pairs), t.cpu_ms());
+            record(
+                &mut k,
+                Some(s.pairs),
+                Some((s.cluster_pairs, s.efficiency::<8>())),
+                t.cpu_ms(),
+            );
         }
         for c in &l4 {
             let (s, t) = time(|| listed(c));
-            record(&mut k, (s.pairs, s.cluster_pairs), t.cpu_ms());
+            record(
+                &mut k,
+                Some(s.pairs),
+                Some((s.cluster_pairs, s.efficiency::<4>())),
+                t.cpu_ms(),
+            );
         }
         for c in &l8 {
             let (s, t) = time(|| listed(c));
-            record(&mut k, (s.pairs, s.cluster_pairs), t.cpu_ms());
+            record(
+                &mut k,
+                Some(s.pairs),
+                Some((s.cluster_pairs, s.efficiency::<8>())),
+                t.cpu_ms(),
+            );
         }
         let ((), t) = time(|| c4[1].build(&scene.points, r));
-        record(&mut k, (want, 0), t.cpu_ms());
+        record(&mut k, None, None, t.cpu_ms());
         let ((), t) = time(|| c8[1].build(&scene.points, r));
-        record(&mut k, (want, 0), t.cpu_ms());
+        record(&mut k, None, None, t.cpu_ms());
     }
     let base = median(&times[0]);
     println!(
@@ -142,23 +163,21 @@ fn main() {
     );
     for (k, name) in names.iter().enumerate() {
         let ms = median(&times[k]);
-        assert_eq!(
-            counts[k], counts[0],
-            "{name}: pair count differs from the hash's"
-        );
-        let m = if name.contains("-8/") { 64.0 } else { 16.0 };
-        let eff = if cluster_pairs[k] > 0 {
-            format!("{:.3}", counts[k] as f64 / (cluster_pairs[k] as f64 * m))
-        } else {
-            "-".into()
-        };
+        if let Some(p) = found[k] {
+            assert_eq!(
+                Some(p),
+                found[0],
+                "{name}: pair count differs from the hash's"
+            );
+        }
+        let (cp, eff) = sweeps[k].map_or(("0".into(), "-".into()), |(c, e)| {
+            (c.to_string(), format!("{e:.3}"))
+        });
         println!(
-            "{name:<22} {ms:>10.2} {:>12.1} {:>9.2} {:>14} {:>11}",
+            "{name:<22} {ms:>10.2} {:>12.1} {:>9.2} {cp:>14} {eff:>11}",
             ms * 1e6 / n as f64,
             base / ms,
-            cluster_pairs[k],
-            eff
         );
     }
-    println!("pairs: {}", counts[0]);
+    println!("pairs: {}", found[0].unwrap_or(0));
 }
