@@ -335,9 +335,10 @@ impl<P: Point, X: Storage<P>, S: Storage<BoundaryState<P>>, W: NeighborSearch<P>
             });
         }
         let lattice = BoxLattice::new(domain, spacing, layers, faces)?;
-        for (x, slip) in lattice.points() {
-            self.push(x, P::ZERO, spacing, slip)?;
-        }
+        self.push_all(
+            lattice.points().map(|(x, slip)| (x, P::ZERO, slip)),
+            spacing,
+        )?;
         Ok(count)
     }
 
@@ -384,10 +385,28 @@ impl<P: Point, X: Storage<P>, S: Storage<BoundaryState<P>>, W: NeighborSearch<P>
                 });
             }
         }
-        for x in sample.points() {
-            self.push(x, velocity, spacing, slip)?;
-        }
+        self.push_all(sample.points().map(|x| (x, velocity, slip)), spacing)?;
         Ok(count)
+    }
+
+    /// Pushes every particle of a sample, or none: on the first refusal the
+    /// ones already pushed are taken back (length, spacing and build state
+    /// as before), so a refused sample changes nothing.
+    fn push_all(
+        &mut self,
+        points: impl Iterator<Item = (P, P, Slip)>,
+        spacing: f32,
+    ) -> Result<(), Error> {
+        let (len, old_spacing, built) = (self.len, self.spacing, self.built);
+        for (x, v, slip) in points {
+            if let Err(e) = self.push(x, v, spacing, slip) {
+                self.len = len;
+                self.spacing = old_spacing;
+                self.built = built;
+                return Err(e);
+            }
+        }
+        Ok(())
     }
 
     /// Moves every particle by its velocity times `dt` (kinematic solids;
@@ -528,6 +547,14 @@ impl<P: Point> BoxLattice<P> {
         // them (which also bounds the sample).
         if l.visits() > MAX_VISITS {
             return Err(Error::InvalidConfig { field: "spacing" });
+        }
+        // The outermost layers must stay finite (a huge spacing times the
+        // layers overflows `f32`): refused here, before any point is added.
+        for k in 0..P::DIM {
+            let (first, end) = l.range(k);
+            if !(l.coord(k, first).is_finite() && l.coord(k, end - 1).is_finite()) {
+                return Err(Error::InvalidConfig { field: "spacing" });
+            }
         }
         Ok(l)
     }

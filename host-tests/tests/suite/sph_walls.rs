@@ -307,6 +307,25 @@ fn refusals_change_nothing() {
         Err(Error::InvalidConfig { field: "spacing" })
     );
     assert_eq!(w.len(), 1);
+    // A spacing so large that the outer layers overflow `f32` (a fuzz
+    // find: the sample used to stop half-way with some walls added).
+    let huge = 5.5e37;
+    for faces in [faces, TankFaces::closed(Slip::FreeSlip)] {
+        assert_eq!(
+            box_count::<Vec2>(tank, huge, 50, faces),
+            Err(Error::InvalidConfig { field: "spacing" })
+        );
+        let mut empty: VecWalls<Vec2> = BoundaryParticles::new(
+            vec![Vec2::ZERO; 512],
+            vec![BoundaryState::EMPTY; 512],
+            search::<Vec2>(512),
+        );
+        assert_eq!(
+            empty.sample_box(tank, huge, 50, faces),
+            Err(Error::InvalidConfig { field: "spacing" })
+        );
+        assert!(empty.is_empty());
+    }
 
     // A fluid periodic along x with a boundary search that is not.
     let mut p = SphParams::<Vec2>::water(tank, s, 0.2).unwrap();
