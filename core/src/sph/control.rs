@@ -412,7 +412,7 @@ pub const PAIR_MARGIN: f32 = 1.3;
 impl<P: Point, X: Storage<P>, S: Storage<ParticleState<P>>> Fluid<P, X, S> {
     /// The report of the last step that reached its end (`Ok`,
     /// [`Error::Diverged`] or [`Error::NonFinite`]); `None` before the
-    /// first (and after [`Fluid::restore`], feature `serde`).
+    /// first (and after `Fluid::restore`, feature `serde`).
     pub fn last_report(&self) -> Option<StepReport> {
         self.report
     }
