@@ -391,6 +391,8 @@ impl<P: Point> SphParams<P> {
     /// between two flat half-spaces (σ = (π/8)·ρ₀²·γ·∫C(r)r⁴dr in 3D,
     /// (1/3)·ρ₀²·γ·∫C(r)r³dr in 2D); the curvature term, zero at a flat
     /// surface, adds nothing to it. [`tension`](Self::tension) is the inverse.
+    /// Set it after [`fit_lattice`](Self::fit_lattice), which keeps the
+    /// force per pair and so scales σ by the old mass over the new.
     ///
     /// # Errors
     /// [`Error::InvalidRadius`] for a bad `h`; [`Error::InvalidConfig`] for
