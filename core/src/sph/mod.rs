@@ -229,8 +229,9 @@ fn down<P: Point>(g: f32) -> P {
 /// Standard gravity, m/s².
 pub const G: f32 = 9.81;
 
-/// Surface tension of water against air at 20 °C, N/m
-/// ([`SphParams::water`]'s σ).
+/// Surface tension of water against air at 20 °C, N/m (a σ for
+/// [`SphParams::cohesion_for_tension`]; [`SphParams::water`] keeps its
+/// per-pair `γ`).
 pub const WATER_SURFACE_TENSION: f32 = 0.0728;
 
 /// Samples of the midpoint rule in [`tension_per_cohesion`].
@@ -245,8 +246,8 @@ const TENSION_SAMPLES: u32 = 2048;
 /// `σ = (π/8)·n²·∫F r⁴ dr` in 3D and `σ = (1/3)·n²·∫F r³ dr` in 2D
 /// (Kirkwood–Buff with a flat pair distribution). With `n·m = ρ₀` the mass
 /// drops out: `σ/γ = ρ₀²·(π/8)∫C r⁴ dr` (3D), `ρ₀²·(1/3)∫C r³ dr` (2D).
-/// The integral is the midpoint rule over the kernel itself (2048 samples:
-/// exact to about 10⁻⁶ for the polynomial spline).
+/// The integral is the midpoint rule over the kernel itself (2048
+/// samples); the unit tests check the whole against a lattice's pair sum.
 fn tension_per_cohesion<P: Point>(h: f32, rho0: f32) -> Result<f64, Error> {
     let k = Kernels::new::<P>(h)?;
     if !(rho0.is_finite() && rho0 > 0.0) {
