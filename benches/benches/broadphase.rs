@@ -102,7 +102,7 @@ fn bench(c: &mut Criterion) {
     bench_step("hhg", &mut |boxes| {
         g.update_all(boxes, UpdateStrategy::Incremental).unwrap();
         let mut n = 0u64;
-        g.for_each_overlap(|_, _| n += 1).unwrap();
+        g.for_each_overlap(|a, b| n += u64::from(a ^ b)).unwrap();
         n
     });
     bench_step("grid", &mut |boxes| {
@@ -110,25 +110,25 @@ fn bench(c: &mut Criterion) {
         updates.extend(boxes.iter().enumerate().map(|(i, b)| (i as u32, *b)));
         grid.update_many(&updates).unwrap();
         let mut n = 0u64;
-        grid.for_each_overlap(|_, _| n += 1).unwrap();
+        grid.for_each_overlap(|a, b| n += u64::from(a ^ b)).unwrap();
         n
     });
     bench_step("sap", &mut |boxes| {
         sap.update(boxes);
         let mut n = 0u64;
-        sap.for_each_overlap(|_, _| n += 1);
+        sap.for_each_overlap(|a, b| n += u64::from(a ^ b));
         n
     });
     bench_step("parry-refit", &mut |boxes| {
         refit.refit(boxes);
         let mut n = 0u64;
-        refit.for_each_overlap(|_, _| n += 1);
+        refit.for_each_overlap(|a, b| n += u64::from(a ^ b));
         n
     });
     bench_step("parry-rebuild", &mut |boxes| {
         rebuild.rebuild(boxes);
         let mut n = 0u64;
-        rebuild.for_each_overlap(|_, _| n += 1);
+        rebuild.for_each_overlap(|a, b| n += u64::from(a ^ b));
         n
     });
     bench_step("brute", &mut |boxes| {
@@ -136,7 +136,9 @@ fn bench(c: &mut Criterion) {
             brute.update(i as u32, *b).unwrap();
         }
         let mut n = 0u64;
-        brute.for_each_overlap(|_, _| n += 1).unwrap();
+        brute
+            .for_each_overlap(|a, b| n += u64::from(a ^ b))
+            .unwrap();
         n
     });
     grp.finish();
@@ -358,7 +360,7 @@ fn build<T: BroadPhase<Aabb3>>(t: &mut T, boxes: &[Aabb3]) -> u64 {
         t.insert(i as u32, *b).unwrap();
     }
     let mut n = 0u64;
-    t.for_each_overlap(|_, _| n += 1).unwrap();
+    t.for_each_overlap(|a, b| n += u64::from(a ^ b)).unwrap();
     n
 }
 
@@ -366,7 +368,7 @@ fn build<T: BroadPhase<Aabb3>>(t: &mut T, boxes: &[Aabb3]) -> u64 {
 fn step<T: BroadPhase<Aabb3>>(t: &mut T, updates: &[(u32, Aabb3)]) -> u64 {
     t.update_many(updates).unwrap();
     let mut n = 0u64;
-    t.for_each_overlap(|_, _| n += 1).unwrap();
+    t.for_each_overlap(|a, b| n += u64::from(a ^ b)).unwrap();
     n
 }
 

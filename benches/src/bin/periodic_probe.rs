@@ -89,7 +89,7 @@ impl<T: BroadPhase<Aabb3>> Run for T {
     }
     fn pairs(&mut self) -> u64 {
         let mut n = 0;
-        self.for_each_overlap(|_, _| n += 1).unwrap();
+        self.for_each_overlap(|a, b| n += u64::from(a ^ b)).unwrap();
         n
     }
 }
@@ -124,7 +124,9 @@ impl<T: BroadPhase<Aabb3>> Run for Imaged<T> {
     }
     fn pairs(&mut self) -> u64 {
         let mut n = 0;
-        self.t.for_each_overlap(|_, _| n += 1).unwrap();
+        self.t
+            .for_each_overlap(|a, b| n += u64::from(a ^ b))
+            .unwrap();
         n
     }
 }

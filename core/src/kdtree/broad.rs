@@ -85,6 +85,11 @@ pub struct KdBroadPhase<B: BoundingBox, K: LocCode, S: Storage<KdSlot<B>>, R: St
     slots: S,
     tree: LinearKdTree<B, K, R>,
     len: usize,
+    /// One past the highest id stored since the last clear: the slots from
+    /// here on are empty, and builds and sweeps read only those below it
+    /// (ids in a sparse id space, such as a periodic adapter's image pool,
+    /// cost nothing past the last one used).
+    bound: usize,
     dirty: bool,
 }
 
@@ -105,6 +110,7 @@ impl<B: BoundingBox, K: LocCode, S: Storage<KdSlot<B>>, R: Storage<KdRecord<K>>>
             slots,
             tree: LinearKdTree::new(records, scratch, config),
             len: 0,
+            bound: 0,
             dirty: false,
         }
     }
@@ -120,9 +126,18 @@ impl<B: BoundingBox, K: LocCode, S: Storage<KdSlot<B>>, R: Storage<KdRecord<K>>>
         self.dirty = true;
     }
 
+    /// The slots that can hold a box: those below `bound`.
+    #[inline(always)]
+    fn live(&self) -> &[KdSlot<B>] {
+        let slots = self.slots.as_ref();
+        slots.get(..self.bound).unwrap_or(slots)
+    }
+
     fn refresh(&mut self) -> Result<(), Error> {
         if self.dirty {
-            self.tree.build_from(self.slots.as_ref(), |_| {})?;
+            let slots = self.slots.as_ref();
+            let live = slots.get(..self.bound).unwrap_or(slots);
+            self.tree.build_from(live, |_| {})?;
             self.dirty = false;
         }
         Ok(())
@@ -143,7 +158,7 @@ impl<B: BoundingBox, K: LocCode, S: Storage<KdSlot<B>>, R: Storage<KdRecord<K>>>
         f: F,
     ) -> Result<(), Error> {
         self.refresh()?;
-        self.tree.sweep(self.slots.as_ref(), mode, f);
+        self.tree.sweep(self.live(), mode, f);
         Ok(())
     }
 
@@ -176,11 +191,14 @@ impl<B: BoundingBox, K: LocCode, S: Storage<KdSlot<B>>, R: Storage<KdRecord<K>>>
             available,
         })?;
         if self.dirty {
-            self.tree.par_build_from(exec, self.slots.as_ref())?;
+            let slots = self.slots.as_ref();
+            let live = slots.get(..self.bound).unwrap_or(slots);
+            self.tree.par_build_from(exec, live)?;
             self.dirty = false;
         }
-        self.tree
-            .par_sweep(exec, self.slots.as_ref(), mode, sinks, f);
+        let slots = self.slots.as_ref();
+        let live = slots.get(..self.bound).unwrap_or(slots);
+        self.tree.par_sweep(exec, live, mode, sinks, f);
         Ok(())
     }
 
@@ -215,6 +233,7 @@ impl<B: BoundingBox, K: LocCode, S: Storage<KdSlot<B>>, R: Storage<KdRecord<K>>>
         }
         self.slots.as_mut()[id as usize] = KdSlot(aabb);
         self.len += 1;
+        self.bound = self.bound.max(id as usize + 1);
         self.dirty = true;
         Ok(())
     }
@@ -240,8 +259,12 @@ impl<B: BoundingBox, K: LocCode, S: Storage<KdSlot<B>>, R: Storage<KdRecord<K>>>
     }
 
     fn clear(&mut self) {
-        self.slots.as_mut().fill(KdSlot::EMPTY);
+        let bound = self.bound;
+        if let Some(live) = self.slots.as_mut().get_mut(..bound) {
+            live.fill(KdSlot::EMPTY);
+        }
         self.len = 0;
+        self.bound = 0;
         self.tree.clear();
         self.dirty = false;
     }
@@ -253,7 +276,7 @@ impl<B: BoundingBox, K: LocCode, S: Storage<KdSlot<B>>, R: Storage<KdRecord<K>>>
     fn query<F: FnMut(u32)>(&mut self, aabb: &B, f: F) -> Result<(), Error> {
         aabb.check()?;
         self.refresh()?;
-        self.tree.query_in(self.slots.as_ref(), aabb, f);
+        self.tree.query_in(self.live(), aabb, f);
         Ok(())
     }
 
@@ -304,7 +327,9 @@ impl<B: BoundingBox, K: LocCode, S: Storage<KdSlot<B>>, R: Storage<KdRecord<K>>>
         visit: F,
     ) -> Result<(), Error> {
         self.refresh()?;
-        self.tree.ray_in(self.slots.as_ref(), ray, visit)
+        let slots = self.slots.as_ref();
+        let live = slots.get(..self.bound).unwrap_or(slots);
+        self.tree.ray_in(live, ray, visit)
     }
 }
 
@@ -315,8 +340,10 @@ impl<B: BoundingBox, K: LocCode, S: Storage<KdSlot<B>>, R: Storage<KdRecord<K>>>
         const W: &str = "KdBroadPhase";
         let slots = self.slots.as_ref();
         let mut present = 0;
-        for s in slots {
+        ensure(self.bound <= slots.len(), W, "bound within the slots")?;
+        for (id, s) in slots.iter().enumerate() {
             if let Some(b) = s.get() {
+                ensure(id < self.bound, W, "stored ids below the bound")?;
                 present += 1;
                 ensure(b.check().is_ok(), W, "stored box valid")?;
             } else {
@@ -336,7 +363,7 @@ impl<B: BoundingBox, K: LocCode, S: Storage<KdSlot<B>>, R: Storage<KdRecord<K>>>
         self.tree.validate()?;
         if !self.dirty {
             ensure(self.tree.len() == self.len, W, "tree holds every box")?;
-            self.tree.validate_with(slots)?;
+            self.tree.validate_with(self.live())?;
         }
         Ok(())
     }
@@ -355,5 +382,62 @@ impl<B: BoundingBox, K: LocCode, S: Storage<KdSlot<B>>, R: Storage<KdRecord<K>>>
     /// What the last (re)build did.
     fn stats(&self) -> KdStats {
         self.tree.stats()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Validate;
+    use crate::geom::{Aabb2, Vec2};
+    use crate::traits::BroadPhase;
+
+    fn unit(x: f32) -> Aabb2 {
+        Aabb2::new(Vec2::new(x, 0.0), Vec2::new(x + 1.0, 1.0)).unwrap()
+    }
+
+    #[test]
+    fn sparse_ids_are_swept_up_to_the_highest_one_stored() {
+        let mut bp = KdBroadPhase::<Aabb2, u32, _, _>::new(
+            [KdSlot::EMPTY; 64],
+            [KdRecord::EMPTY; 64],
+            [KdRecord::EMPTY; 64],
+            KdConfig::DEFAULT,
+        );
+        let pairs = |bp: &mut KdBroadPhase<Aabb2, u32, _, _>| {
+            let mut v = [(0u32, 0u32); 4];
+            let mut n = 0;
+            bp.for_each_overlap(|a, b| {
+                v[n] = (a.min(b), a.max(b));
+                n += 1;
+            })
+            .unwrap();
+            v[..n].sort();
+            (v, n)
+        };
+        bp.insert(2, unit(0.0)).unwrap();
+        bp.insert(40, unit(0.5)).unwrap();
+        assert_eq!(bp.bound, 41);
+        assert_eq!(pairs(&mut bp).1, 1);
+        // A removal keeps the bound; the pair is gone, the box at 63 counts.
+        bp.remove(40).unwrap();
+        bp.insert(63, unit(0.25)).unwrap();
+        assert_eq!(bp.bound, 64);
+        let (v, n) = pairs(&mut bp);
+        assert_eq!(&v[..n], &[(2, 63)]);
+        bp.validate().unwrap();
+        let mut hits = 0;
+        bp.query(&unit(0.1), |_| hits += 1).unwrap();
+        assert_eq!(hits, 2);
+        // Clear empties the live slots and resets the bound.
+        bp.clear();
+        assert_eq!(bp.bound, 0);
+        bp.validate().unwrap();
+        bp.insert(1, unit(0.0)).unwrap();
+        bp.insert(0, unit(0.5)).unwrap();
+        let (v, n) = pairs(&mut bp);
+        assert_eq!(&v[..n], &[(0, 1)]);
+        assert!(bp.get(63).is_none());
+        bp.validate().unwrap();
     }
 }
