@@ -54,6 +54,12 @@ impl<B: BoundingBox> BoxSource<B> for [KdSlot<B>] {
     }
 }
 
+/// The first `bound` slots (all of them if `bound` is past the end).
+#[inline(always)]
+fn live<B>(slots: &[KdSlot<B>], bound: usize) -> &[KdSlot<B>] {
+    slots.get(..bound).unwrap_or(slots)
+}
+
 /// A linear kd-tree broad phase with insert / update / remove by id: boxes
 /// live in one slot per id, and the tree is rebuilt (or, with temporal
 /// reuse, repaired) at the first pair or box query after a change.
@@ -129,15 +135,13 @@ impl<B: BoundingBox, K: LocCode, S: Storage<KdSlot<B>>, R: Storage<KdRecord<K>>>
     /// The slots that can hold a box: those below `bound`.
     #[inline(always)]
     fn live(&self) -> &[KdSlot<B>] {
-        let slots = self.slots.as_ref();
-        slots.get(..self.bound).unwrap_or(slots)
+        live(self.slots.as_ref(), self.bound)
     }
 
     fn refresh(&mut self) -> Result<(), Error> {
         if self.dirty {
-            let slots = self.slots.as_ref();
-            let live = slots.get(..self.bound).unwrap_or(slots);
-            self.tree.build_from(live, |_| {})?;
+            self.tree
+                .build_from(live(self.slots.as_ref(), self.bound), |_| {})?;
             self.dirty = false;
         }
         Ok(())
@@ -191,14 +195,11 @@ impl<B: BoundingBox, K: LocCode, S: Storage<KdSlot<B>>, R: Storage<KdRecord<K>>>
             available,
         })?;
         if self.dirty {
-            let slots = self.slots.as_ref();
-            let live = slots.get(..self.bound).unwrap_or(slots);
-            self.tree.par_build_from(exec, live)?;
+            self.tree
+                .par_build_from(exec, live(self.slots.as_ref(), self.bound))?;
             self.dirty = false;
         }
-        let slots = self.slots.as_ref();
-        let live = slots.get(..self.bound).unwrap_or(slots);
-        self.tree.par_sweep(exec, live, mode, sinks, f);
+        self.tree.par_sweep(exec, self.live(), mode, sinks, f);
         Ok(())
     }
 
@@ -327,9 +328,8 @@ impl<B: BoundingBox, K: LocCode, S: Storage<KdSlot<B>>, R: Storage<KdRecord<K>>>
         visit: F,
     ) -> Result<(), Error> {
         self.refresh()?;
-        let slots = self.slots.as_ref();
-        let live = slots.get(..self.bound).unwrap_or(slots);
-        self.tree.ray_in(live, ray, visit)
+        self.tree
+            .ray_in(live(self.slots.as_ref(), self.bound), ray, visit)
     }
 }
 
