@@ -485,6 +485,14 @@ where
         self.free_len as usize
     }
 
+    /// `true` while every pool entry is free: the inner structure then
+    /// holds images 0 only, under the callers' ids (below `cap`), and each
+    /// of its pairs is a pair of distinct ids that passes the filter.
+    #[inline(always)]
+    fn no_extra_images(&self) -> bool {
+        self.free_len as usize == self.pool.as_ref().len()
+    }
+
     /// The link of a stored `id` ([`SOLO`] or its chain's first entry).
     #[inline(always)]
     fn link_of(&self, id: u32) -> Result<u32, Error> {
@@ -897,11 +905,17 @@ where
     }
 
     /// The inner structure's pairs of images, reported as the pair of their
-    /// ids `(i, j)` when `i ≠ j` and their masks `ka & kb == 0`.
+    /// ids `(i, j)` when `i ≠ j` and their masks `ka & kb == 0`. While no
+    /// box has an image besides image 0 (no box across an upper face), the
+    /// inner structure's pairs are the pairs, and `f` is handed to it as it
+    /// is (no filter in its loop).
     ///
     /// # Errors
     /// The inner structure's.
     fn for_each_overlap<F: FnMut(u32, u32)>(&mut self, mut f: F) -> Result<(), Error> {
+        if self.no_extra_images() {
+            return self.inner.for_each_overlap(f);
+        }
         let cap = self.cap;
         let pool = self.pool.as_ref();
         self.inner.for_each_overlap(|a, b| {
@@ -962,6 +976,9 @@ where
         F: Fn(&mut K, u32, u32) + Sync,
         Self: Send + Sync,
     {
+        if self.no_extra_images() {
+            return self.inner.par_for_each_overlap(exec, sinks, f);
+        }
         let cap = self.cap;
         let pool = self.pool.as_ref();
         self.inner.par_for_each_overlap(exec, sinks, |s, a, b| {
@@ -1319,6 +1336,51 @@ mod tests {
         bp.validate().unwrap();
         bp.clear();
         assert_eq!((bp.free_images(), bp.image_count()), (4, 0));
+        bp.validate().unwrap();
+    }
+
+    #[test]
+    fn pairs_without_extra_images_skip_the_filter_and_agree() {
+        let d = PeriodicBox::all(Vec2::ZERO, Vec2::new(10.0, 10.0)).unwrap();
+        let inner = BruteForceBroadPhase::new([BruteSlot::<Aabb2>::EMPTY; 12]);
+        let mut bp = PeriodicBroadPhase::new(
+            inner,
+            d,
+            [PeriodicSlot::EMPTY; 4],
+            [PeriodicImage::EMPTY; 8],
+        )
+        .unwrap();
+        let b = |x: f32, y: f32| Aabb2::new(Vec2::new(x, y), Vec2::new(x + 1.0, y + 1.0)).unwrap();
+        let pairs = |bp: &mut PeriodicBroadPhase<_, _, _, _>| {
+            let mut v = [(0u32, 0u32); 8];
+            let mut n = 0;
+            bp.for_each_overlap(|a: u32, c: u32| {
+                if let Some(s) = v.get_mut(n) {
+                    *s = (a.min(c), a.max(c));
+                }
+                n += 1;
+            })
+            .unwrap();
+            v[..n.min(8)].sort_unstable();
+            (n, v)
+        };
+        bp.insert(0, b(0.5, 0.5)).unwrap();
+        bp.insert(1, b(1.0, 1.0)).unwrap();
+        bp.insert(2, b(8.5, 0.5)).unwrap();
+        assert!(bp.no_extra_images());
+        let (n, v) = pairs(&mut bp);
+        assert_eq!((n, &v[..n]), (1, &[(0, 1)][..]));
+        // Box 2 across x = 10 meets box 0 through the face: the filter path.
+        bp.update(2, b(9.6, 0.5)).unwrap();
+        assert!(!bp.no_extra_images());
+        let (n, v) = pairs(&mut bp);
+        assert_eq!((n, &v[..n]), (2, &[(0, 1), (0, 2)][..]));
+        // Back inside: every pool entry free again, the fast path, the same
+        // pairs as at the start.
+        bp.update(2, b(8.5, 0.5)).unwrap();
+        assert!(bp.no_extra_images());
+        let (n, v) = pairs(&mut bp);
+        assert_eq!((n, &v[..n]), (1, &[(0, 1)][..]));
         bp.validate().unwrap();
     }
 
