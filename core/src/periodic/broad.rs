@@ -1101,6 +1101,33 @@ mod tests {
         .unwrap()
     }
 
+    /// The adapter of [`torus10`].
+    type Torus<const T: usize, const C: usize, const I: usize> = PeriodicBroadPhase<
+        Aabb2,
+        BruteForceBroadPhase<Aabb2, [BruteSlot<Aabb2>; T]>,
+        [PeriodicSlot<Aabb2>; C],
+        [PeriodicImage; I],
+    >;
+
+    /// A `10 × 10` torus over brute force (`T` inner ids), `C` ids and an
+    /// image pool of `I`.
+    fn torus10<const T: usize, const C: usize, const I: usize>() -> Torus<T, C, I> {
+        let d = PeriodicBox::all(Vec2::ZERO, Vec2::new(10.0, 10.0)).unwrap();
+        let inner = BruteForceBroadPhase::new([BruteSlot::<Aabb2>::EMPTY; T]);
+        PeriodicBroadPhase::new(
+            inner,
+            d,
+            [PeriodicSlot::EMPTY; C],
+            [PeriodicImage::EMPTY; I],
+        )
+        .unwrap()
+    }
+
+    /// The unit square with lower corner `(x, y)`.
+    fn unit2(x: f32, y: f32) -> Aabb2 {
+        Aabb2::new(Vec2::new(x, y), Vec2::new(x + 1.0, y + 1.0)).unwrap()
+    }
+
     #[test]
     fn subsets_in_increasing_order() {
         let v: [u8; 4] = {
@@ -1200,16 +1227,8 @@ mod tests {
 
     #[test]
     fn update_many_runs_around_crossing_boxes_and_repeated_ids() {
-        let d = PeriodicBox::all(Vec2::ZERO, Vec2::new(10.0, 10.0)).unwrap();
-        let inner = BruteForceBroadPhase::new([BruteSlot::<Aabb2>::EMPTY; 32]);
-        let mut bp = PeriodicBroadPhase::new(
-            inner,
-            d,
-            [PeriodicSlot::EMPTY; 8],
-            [PeriodicImage::EMPTY; 24],
-        )
-        .unwrap();
-        let b = |x: f32, y: f32| Aabb2::new(Vec2::new(x, y), Vec2::new(x + 1.0, y + 1.0)).unwrap();
+        let mut bp = torus10::<32, 8, 24>();
+        let b = unit2;
         for id in 0..6 {
             bp.insert(id, b(id as f32, 1.0)).unwrap();
         }
@@ -1281,16 +1300,8 @@ mod tests {
 
     #[test]
     fn a_full_pool_refuses_and_loses_nothing() {
-        let d = PeriodicBox::all(Vec2::ZERO, Vec2::new(10.0, 10.0)).unwrap();
-        let inner = BruteForceBroadPhase::new([BruteSlot::<Aabb2>::EMPTY; 8]);
-        let mut bp = PeriodicBroadPhase::new(
-            inner,
-            d,
-            [PeriodicSlot::EMPTY; 4],
-            [PeriodicImage::EMPTY; 4],
-        )
-        .unwrap();
-        let b = |x: f32, y: f32| Aabb2::new(Vec2::new(x, y), Vec2::new(x + 1.0, y + 1.0)).unwrap();
+        let mut bp = torus10::<8, 4, 4>();
+        let b = unit2;
         let full = Err(Error::CapacityExceeded { capacity: 4 });
         bp.insert(0, b(9.5, 9.5)).unwrap(); // 3 extra images
         bp.insert(1, b(2.0, 9.5)).unwrap(); // 1
@@ -1341,16 +1352,8 @@ mod tests {
 
     #[test]
     fn pairs_without_extra_images_skip_the_filter_and_agree() {
-        let d = PeriodicBox::all(Vec2::ZERO, Vec2::new(10.0, 10.0)).unwrap();
-        let inner = BruteForceBroadPhase::new([BruteSlot::<Aabb2>::EMPTY; 12]);
-        let mut bp = PeriodicBroadPhase::new(
-            inner,
-            d,
-            [PeriodicSlot::EMPTY; 4],
-            [PeriodicImage::EMPTY; 8],
-        )
-        .unwrap();
-        let b = |x: f32, y: f32| Aabb2::new(Vec2::new(x, y), Vec2::new(x + 1.0, y + 1.0)).unwrap();
+        let mut bp = torus10::<12, 4, 8>();
+        let b = unit2;
         let pairs = |bp: &mut PeriodicBroadPhase<_, _, _, _>| {
             let mut v = [(0u32, 0u32); 8];
             let mut n = 0;
@@ -1515,7 +1518,7 @@ mod tests {
             [PeriodicImage::EMPTY; 12],
         )
         .unwrap();
-        let b = |x: f32, y: f32| Aabb2::new(Vec2::new(x, y), Vec2::new(x + 1.0, y + 1.0)).unwrap();
+        let b = unit2;
         // Crossing x and y: images 0 and x go in, y is refused; both undone.
         assert_eq!(bp.insert(0, b(3.5, 3.5)), Err(Error::OutOfRange));
         assert_eq!((bp.box_count(), bp.image_count(), bp.get(0)), (0, 0, None));
