@@ -11,7 +11,7 @@
 //! `cargo run --release -p spatium-benches --bin dense_probe -- SIDE [pairs|neighbours|build]`
 
 use spatium::table::table_len;
-use spatium::{PeriodicBox, Point, Vec3};
+use spatium::{NeighborSearch, PeriodicBox, Point, Vec3};
 use spatium_benches::measure::{median, time};
 use spatium_benches::scene::{PeriodicWork, periodic_run};
 use spatium_benches::{Order, Scene};
@@ -58,6 +58,64 @@ fn main() {
         }
     }
     let m = t.map(|v| median(&v));
+    // The work the timings compare: the candidates each particle's
+    // neighbour query reads (the particles of the 27 cells around its
+    // cell, wrapped on the torus, cut at the faces of the plain box), from
+    // each grid's own cell layout; and the pairs found.
+    let cand = |g: &spatium_host::make::VecDense<Vec3>| {
+        let n3 = g.cells_per_axis().map(|v| v as i64);
+        let d = g.domain();
+        let (lo, len) = (d.lo(), d.hi() - d.lo());
+        let cell = |p: Vec3| -> [i64; 3] {
+            let q = d.wrap(p);
+            core::array::from_fn(|k| {
+                let t = ((q.coord(k) - lo.coord(k)) / len.coord(k) * n3[k] as f32).floor() as i64;
+                t.clamp(0, n3[k] - 1)
+            })
+        };
+        let mut count = vec![0u64; (n3[0] * n3[1] * n3[2]) as usize];
+        let at = |c: [i64; 3]| (c[0] + n3[0] * (c[1] + n3[1] * c[2])) as usize;
+        for &p in pts {
+            count[at(cell(p))] += 1;
+        }
+        let mut total = 0u64;
+        for &p in pts {
+            let c = cell(p);
+            for o in 0..27i64 {
+                let mut e = [0i64; 3];
+                let mut inside = true;
+                for k in 0..3 {
+                    let v = c[k] + (o / 3i64.pow(k as u32)) % 3 - 1;
+                    if d.is_periodic_axis(k) {
+                        e[k] = v.rem_euclid(n3[k]);
+                    } else {
+                        inside &= (0..n3[k]).contains(&v);
+                        e[k] = v;
+                    }
+                }
+                if inside {
+                    total += count[at(e)];
+                }
+            }
+        }
+        total
+    };
+    let pairs = |g: &mut spatium_host::make::VecDense<Vec3>| {
+        g.build(pts, r).expect("build");
+        let mut k = 0u64;
+        g.for_each_pair(|_, _, _| k += 1);
+        k
+    };
+    let (cp, cq) = (cand(&periodic), cand(&plain));
+    let (pp, pq) = (pairs(&mut periodic), pairs(&mut plain));
+    println!(
+        "{n}: cells per axis periodic {:?}, plain {:?}; candidates read by the neighbour queries periodic {cp}, plain {cq} ({:.3}x); \
+         pairs periodic {pp}, plain {pq} ({:.3}x)",
+        periodic.cells_per_axis(),
+        plain.cells_per_axis(),
+        cp as f64 / cq as f64,
+        pp as f64 / pq as f64
+    );
     println!(
         "{n} {what}: periodic {:.3} ms, plain {:.3} ms, sorted {:.3} ms, plain on the torus's box {:.3} ms; \
          periodic/plain {:.3}x, periodic/same box {:.3}x (d² sums {:.1} {:.1} {:.1} {:.1})",

@@ -21,6 +21,8 @@
 //!   below 8N).
 //!
 //! `cargo run --release -p spatium-benches --bin periodic_probe`
+//! (`PROBE_ROUNDS=R` rounds instead of 7; for a profiler,
+//! `PROBE_ONLY=hhg:periodic` one configuration and `PROBE_N=10000` one size)
 
 use std::time::Instant;
 
@@ -200,7 +202,12 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 fn main() {
+    // `PROBE_N=10000` (for a profiler): that size only.
+    let only_n: Option<usize> = std::env::var("PROBE_N").ok().and_then(|v| v.parse().ok());
     for n in [10_000usize, 100_000] {
+        if only_n.is_some_and(|m| m != n) {
+            continue;
+        }
         let mut sc = moving_cubes::<Aabb3>(n, 5);
         let all = PeriodicBox::all(Vec3::ZERO, sc.extent).unwrap();
         let a: Vec<(u32, Aabb3)> = sc
