@@ -17,6 +17,9 @@
 //! * `images`: no adapter, the plain structure given the images themselves
 //!   under compact ids (`0..` in order of `(id, k)`; the floor for any id
 //!   layout: the inner structure's own work on the images);
+//! * `images+wrap`: as `images`, but the images computed from the
+//!   caller's boxes inside the timed phases (`wrap_box`, `shift_box`), as
+//!   any periodic broad phase must: the floor with the wrap's own cost;
 //! * `images-8N`: the same with the former layout's ids `i + k·N` (ids
 //!   below 8N).
 //!
@@ -104,18 +107,59 @@ struct Imaged<T> {
     upd: Vec<(u32, Aabb3)>,
     add: Vec<(u32, Aabb3)>,
     rem: Vec<u32>,
+    /// `Some` for `images+wrap`: the images are computed from the caller's
+    /// boxes inside the timed phases (into the same buffers, reused).
+    wrap: Option<Wrap>,
+}
+
+/// What `images+wrap` keeps between phases: the domain, each box's image
+/// ids by mask (`u32::MAX` where it has none) and its mask at the insert.
+struct Wrap {
+    d: PeriodicBox<Vec3>,
+    ids: Vec<[u32; 8]>,
+    before: Vec<u8>,
 }
 
 impl<T: BroadPhase<Aabb3>> Run for Imaged<T> {
     fn clear(&mut self) {
         self.t.clear();
     }
-    fn insert_all(&mut self, _: &[(u32, Aabb3)]) {
+    fn insert_all(&mut self, a: &[(u32, Aabb3)]) {
+        if let Some(w) = &self.wrap {
+            for (&(_, x), ids) in a.iter().zip(&w.ids) {
+                let (b0, c) = w.d.wrap_box(&x).unwrap();
+                for k in (0..8u8).filter(|k| k & !c == 0) {
+                    self.t
+                        .insert(ids[usize::from(k)], w.d.shift_box(&b0, k))
+                        .unwrap();
+                }
+            }
+            return;
+        }
         for &(i, b) in &self.ins {
             self.t.insert(i, b).unwrap();
         }
     }
-    fn update_all(&mut self, _: &[(u32, Aabb3)]) {
+    fn update_all(&mut self, b: &[(u32, Aabb3)]) {
+        if let Some(w) = &self.wrap {
+            self.upd.clear();
+            self.add.clear();
+            self.rem.clear();
+            for ((&(_, x), ids), &ca) in b.iter().zip(&w.ids).zip(&w.before) {
+                let (b0, c) = w.d.wrap_box(&x).unwrap();
+                for k in (0..8u8).filter(|k| k & !c == 0) {
+                    let e = (ids[usize::from(k)], w.d.shift_box(&b0, k));
+                    if k & !ca == 0 {
+                        self.upd.push(e);
+                    } else {
+                        self.add.push(e);
+                    }
+                }
+                for k in (0..8u8).filter(|k| k & !ca == 0 && k & !c != 0) {
+                    self.rem.push(ids[usize::from(k)]);
+                }
+            }
+        }
         self.t.update_many(&self.upd).unwrap();
         for &(i, b) in &self.add {
             self.t.insert(i, b).unwrap();
@@ -134,13 +178,15 @@ impl<T: BroadPhase<Aabb3>> Run for Imaged<T> {
 }
 
 /// The images of `a` and `b` as `(id, k, box)`, and the id maps: compact
-/// (in order of `(id, k)` over both sets) or `i + k·n`.
+/// (in order of `(id, k)` over both sets) or `i + k·n`; with `wrap`, the
+/// per-box id table for computing the images in the timed phases instead.
 fn imaged<T: BroadPhase<Aabb3>>(
     t: T,
     d: &PeriodicBox<Vec3>,
     a: &[(u32, Aabb3)],
     b: &[(u32, Aabb3)],
     compact: bool,
+    wrap: bool,
 ) -> Imaged<T> {
     let n = a.len() as u32;
     let images = |s: &[(u32, Aabb3)]| -> Vec<Vec<(u8, Aabb3)>> {
@@ -175,6 +221,15 @@ fn imaged<T: BroadPhase<Aabb3>>(
         upd: vec![],
         add: vec![],
         rem: vec![],
+        wrap: wrap.then(|| Wrap {
+            d: *d,
+            ids: (0..n as usize)
+                .map(|i| {
+                    core::array::from_fn(|k| map.get(&(i, k as u8)).copied().unwrap_or(u32::MAX))
+                })
+                .collect(),
+            before: a.iter().map(|(_, x)| d.wrap_box(x).unwrap().1).collect(),
+        }),
     };
     for i in 0..n as usize {
         for &(k, x) in &ia[i] {
@@ -244,10 +299,17 @@ fn main() {
                             PeriodicBroadPhase::new(hhg(im, n), all, slots(), pool()).unwrap(),
                         ),
                     ),
-                    ("images", Box::new(imaged(hhg(im, n), &all, &a, &b, true))),
+                    (
+                        "images",
+                        Box::new(imaged(hhg(im, n), &all, &a, &b, true, false)),
+                    ),
+                    (
+                        "images+wrap",
+                        Box::new(imaged(hhg(im, n), &all, &a, &b, true, true)),
+                    ),
                     (
                         "images-8N",
-                        Box::new(imaged(hhg(8 * n, n), &all, &a, &b, false)),
+                        Box::new(imaged(hhg(8 * n, n), &all, &a, &b, false, false)),
                     ),
                 ]
             } else {
@@ -267,10 +329,17 @@ fn main() {
                             PeriodicBroadPhase::new(kd(im, im), all, slots(), pool()).unwrap(),
                         ),
                     ),
-                    ("images", Box::new(imaged(kd(im, im), &all, &a, &b, true))),
+                    (
+                        "images",
+                        Box::new(imaged(kd(im, im), &all, &a, &b, true, false)),
+                    ),
+                    (
+                        "images+wrap",
+                        Box::new(imaged(kd(im, im), &all, &a, &b, true, true)),
+                    ),
                     (
                         "images-8N",
-                        Box::new(imaged(kd(8 * n, im), &all, &a, &b, false)),
+                        Box::new(imaged(kd(8 * n, im), &all, &a, &b, false, false)),
                     ),
                 ]
             };
