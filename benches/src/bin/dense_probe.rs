@@ -66,11 +66,13 @@ fn main() {
         let n3 = g.cells_per_axis().map(|v| v as i64);
         let d = g.domain();
         let (lo, len) = (d.lo(), d.hi() - d.lo());
+        // The grid's own binning, to the bit: `(x − lo) · (n / L)`, clamped.
         let cell = |p: Vec3| -> [i64; 3] {
             let q = d.wrap(p);
             core::array::from_fn(|k| {
-                let t = ((q.coord(k) - lo.coord(k)) / len.coord(k) * n3[k] as f32).floor() as i64;
-                t.clamp(0, n3[k] - 1)
+                let inv = n3[k] as f32 / len.coord(k);
+                let t = ((q.coord(k) - lo.coord(k)) * inv).clamp(0.0, n3[k] as f32);
+                (t.floor() as i64).min(n3[k] - 1)
             })
         };
         let mut count = vec![0u64; (n3[0] * n3[1] * n3[2]) as usize];
