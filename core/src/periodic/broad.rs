@@ -153,6 +153,16 @@ impl<P: Point> PeriodicBox<P> {
     /// that is its own image 0 as it is).
     #[inline(never)]
     fn wrap_box_general(&self, b: &P::Aabb) -> Result<(P::Aabb, u8), Error> {
+        if let Some(crossing) = self.crossing_in_place(b) {
+            return Ok((*b, crossing));
+        }
+        self.wrap_box_translated(b)
+    }
+
+    /// The general path past [`crossing_in_place`](Self::crossing_in_place):
+    /// translates, crosses or refuses any box (and gives the same result
+    /// as that check for a box it accepts).
+    fn wrap_box_translated(&self, b: &P::Aabb) -> Result<(P::Aabb, u8), Error> {
         b.check()?;
         if self.axes() == 0 {
             return Ok((*b, 0));
@@ -200,6 +210,43 @@ impl<P: Point> PeriodicBox<P> {
         }
         let image = P::Aabb::try_new(P::from_fn(|k| min[k]), P::from_fn(|k| max[k]))?;
         Ok((image, crossing))
+    }
+
+    /// The crossing mask of a valid box `b` that is its own image 0 — along
+    /// every periodic axis `lo ≤ min < hi` (no translation), the extent
+    /// below `L/2` and, where `max ≥ hi`, the gap `min − (max − L)` at
+    /// least `L/2` with `min − L` finite — computed with the very float
+    /// operations of the general path; `None` for any other box (which the
+    /// general path then translates or refuses). The boxes at the upper
+    /// faces of a domain that the caller keeps wrapped take this path: the
+    /// general one costs them several times as much (no `wrap_coord`, no
+    /// copy through arrays, no second validation).
+    #[inline(always)]
+    fn crossing_in_place(&self, b: &P::Aabb) -> Option<u8> {
+        let (lo, hi) = (b.min(), b.max());
+        let mut crossing = 0u8;
+        for k in 0..P::DIM {
+            let (a, z) = (lo.coord(k), hi.coord(k));
+            if self.is_periodic_axis(k) {
+                let (dlo, dhi) = (self.lo.coord(k), self.hi.coord(k));
+                let half = self.half.coord(k);
+                // NaN fails every comparison, an infinite `z` the extent's.
+                if !(a >= dlo && a < dhi && a <= z && z - a < half) {
+                    return None;
+                }
+                if z >= dhi {
+                    let l = self.len.coord(k);
+                    let gap = a - (z - l);
+                    if !((a - l).is_finite() && gap >= half) {
+                        return None;
+                    }
+                    crossing |= 1 << k;
+                }
+            } else if !(a.is_finite() && z.is_finite() && a <= z) {
+                return None;
+            }
+        }
+        Some(crossing)
     }
 
     /// `b` shifted by `−L` along the periodic axes whose bit is set in `k`
@@ -1161,6 +1208,80 @@ mod tests {
             max: Vec3::new(f32::NAN, 1.0, 1.0),
         };
         assert_eq!(d.wrap_box(&nan), Err(Error::NonFinite));
+    }
+
+    /// The in-place path (boxes whose lower corner is inside, crossing a
+    /// face or not) gives bit for bit what the translating path gives, on
+    /// boxes at and around the faces, the half-period limits, signed zeros
+    /// and huge coordinates; and it takes the boxes that cross a face.
+    #[test]
+    fn in_place_crossing_agrees_with_the_translating_path() {
+        let domains = [
+            PeriodicBox::new(Vec3::ZERO, Vec3::new(10.0, 10.0, 10.0), 0b101).unwrap(),
+            PeriodicBox::all(Vec3::new(-3.3, 0.1, -1e30), Vec3::new(7.9, 0.7, 1e30)).unwrap(),
+            PeriodicBox::NONE,
+        ];
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut hits = 0u32;
+        for d in &domains {
+            let specials = |k: usize, r: u64| -> f32 {
+                let (lo, hi, l) = (d.lo().coord(k), d.hi().coord(k), d.lengths().coord(k));
+                let pick = [
+                    lo,
+                    hi,
+                    -0.0,
+                    0.0,
+                    lo + l * 0.5,
+                    hi - l * 0.5,
+                    f32::from_bits(hi.to_bits().wrapping_sub(1)),
+                    f32::from_bits(hi.to_bits().wrapping_add(1)),
+                    hi + l * 0.25,
+                    1e38,
+                    -1e38,
+                    f32::INFINITY,
+                    f32::NAN,
+                ];
+                let x = pick[(r as usize >> 8) % pick.len()];
+                let t = (r >> 40) as f32 / (1u64 << 24) as f32;
+                match r % 4 {
+                    0 => x,
+                    1 => lo + (hi - lo) * t,
+                    2 => x + (t - 0.5) * l.max(1.0),
+                    _ => lo + (hi - lo) * t * 1.5 - 0.25 * (hi - lo),
+                }
+            };
+            for _ in 0..200_000 {
+                let mut mn = [0.0f32; 3];
+                let mut mx = [0.0f32; 3];
+                for k in 0..3 {
+                    mn[k] = specials(k, next());
+                    mx[k] = if next() % 3 == 0 {
+                        specials(k, next())
+                    } else {
+                        mn[k] + (next() % 1000) as f32 * d.lengths().coord(k).max(1.0) / 1900.0
+                    };
+                }
+                let b = Aabb3 {
+                    min: Vec3::new(mn[0], mn[1], mn[2]),
+                    max: Vec3::new(mx[0], mx[1], mx[2]),
+                };
+                if let Some(c) = d.crossing_in_place(&b) {
+                    assert_eq!(d.wrap_box_translated(&b), Ok((b, c)), "{b:?} in {d:?}");
+                    hits += u32::from(c != 0);
+                }
+                assert_eq!(d.wrap_box(&b), d.wrap_box_translated(&b), "{b:?} in {d:?}");
+            }
+        }
+        assert!(
+            hits > 1000,
+            "only {hits} crossing boxes took the in-place path"
+        );
     }
 
     #[test]
