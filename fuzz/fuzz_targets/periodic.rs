@@ -18,7 +18,8 @@
 //! brute-force oracle (`PeriodicOracle`), exactly as the property tests
 //! (`periodic_broad.rs`) judge theirs; half the inputs give the adapter a
 //! small image pool (0 to 7 entries), whose refusals (`CapacityExceeded`)
-//! must change nothing.
+//! must change nothing. The same operations then run on
+//! `GridBroadPhase`'s own periodic mode (`set_domain`), judged alike.
 
 #![no_main]
 
@@ -188,6 +189,16 @@ fn broad<B: TestBox>(kind: BroadKind, mask: u8, pool: u8, ops: &[PeriodicOp]) {
                 "{} mask {mask:#b} op {k}: {e}",
                 registry::broad_name::<B>(kind)
             );
+        }
+    }
+    // The same operations on the grid broad phase's own periodic mode.
+    let mut g = spatium_host::make::grid_bp::<B>(CAPACITY);
+    g.set_domain(domain)
+        .expect("an empty grid takes any domain");
+    let mut o = PeriodicOracle::<B>::new(domain, CAPACITY);
+    for (k, op) in ops.iter().take(MAX_OPS).enumerate() {
+        if let Err(e) = o.apply(&mut g, op) {
+            panic!("native periodic grid mask {mask:#b} op {k}: {e}");
         }
     }
 }

@@ -23,6 +23,10 @@
 //! * `images-8N`: the same with the former layout's ids `i + k·N` (ids
 //!   below 8N).
 //!
+//! The grid broad phase (`uniform::GridBroadPhase`) has `plain`, `native`
+//! (its own periodic mode, `set_domain`: cells that wrap, no images),
+//! `periodic` (the adapter over it) and `images+wrap`.
+//!
 //! `cargo run --release -p spatium-benches --bin periodic_probe`
 //! (`PROBE_ROUNDS=R` rounds instead of 7; for a profiler,
 //! `PROBE_ONLY=hhg:periodic` one configuration and `PROBE_N=10000` one size)
@@ -281,8 +285,26 @@ fn main() {
         let im = n + n / 2;
         let slots = || vec![PeriodicSlot::EMPTY; n];
         let pool = || vec![PeriodicImage::EMPTY; im - n];
-        for name in ["hhg", "kdtree"] {
-            let mut runs: Vec<(&str, Box<dyn Run>)> = if name == "hhg" {
+        for name in ["grid", "hhg", "kdtree"] {
+            let mut runs: Vec<(&str, Box<dyn Run>)> = if name == "grid" {
+                let mut native = make::grid_bp::<Aabb3>(n);
+                native.set_domain(all).unwrap();
+                vec![
+                    ("plain", Box::new(make::grid_bp::<Aabb3>(n))),
+                    ("native", Box::new(native)),
+                    (
+                        "periodic",
+                        Box::new(
+                            PeriodicBroadPhase::new(make::grid_bp(im), all, slots(), pool())
+                                .unwrap(),
+                        ),
+                    ),
+                    (
+                        "images+wrap",
+                        Box::new(imaged(make::grid_bp(im), &all, &a, &b, true, true)),
+                    ),
+                ]
+            } else if name == "hhg" {
                 vec![
                     ("plain", Box::new(hhg(n, n))),
                     ("plain-8N", Box::new(hhg(8 * n, n))),

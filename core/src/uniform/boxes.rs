@@ -4,6 +4,7 @@
 use crate::brute::{BruteForceBroadPhase, BruteSlot};
 use crate::error::{Corruption, Error, Validate, ensure};
 use crate::geom::{BoundingBox, Point};
+use crate::periodic::PeriodicBox;
 use crate::storage::Storage;
 use crate::traits::BroadPhase;
 
@@ -98,14 +99,29 @@ where
     /// The last detection's cell edge (0 before it, or when it fell back
     /// to the all-pairs test).
     cell: f32,
+    /// The domain whose periodic axes the boxes wrap around
+    /// ([`PeriodicBox::NONE`] unless [`set_domain`](Self::set_domain)).
+    domain: PeriodicBox<B::Point>,
 }
 
 /// The grid of one detection.
 #[derive(Clone, Copy, Debug)]
 struct Frame {
     origin: [f32; 3],
-    inv: f32,
+    /// Cells per unit length along each axis.
+    inv: [f32; 3],
     dims: [usize; 3],
+    /// The cell edge the boxes set (the cells along a periodic axis are
+    /// `L/n`, at least as long).
+    cell: f32,
+    /// The axes along which the cells wrap (bit `a`): `dims[a] ≥ 3` cells
+    /// of `L/dims[a]` from the domain's lower face.
+    wrap: u8,
+    /// `L` along a periodic axis (0 along the others).
+    period: [f32; 3],
+    /// The domain's upper face along a periodic axis: an image 0 whose
+    /// upper corner is at or past it crosses that face.
+    top: [f32; 3],
     /// Boxes whose longest edge has a binary exponent above this are
     /// *large*: kept out of the grid, tested against the cells they cover.
     large_above: u32,
@@ -127,6 +143,30 @@ fn large_allowed(n: usize) -> usize {
     (4 * n.isqrt()).max(8)
 }
 
+/// Image 0 of a stored box in `domain` ([`PeriodicBox::wrap_box`]; the box
+/// itself without periodic axes). Stored boxes were checked by `wrap_box`
+/// when they came in, so the fallback to the box is never taken.
+#[inline(always)]
+fn image0<B: BoundingBox>(domain: &PeriodicBox<B::Point>, b: B) -> B {
+    if domain.axes() == 0 {
+        return b;
+    }
+    domain.wrap_box(&b).map_or(b, |(x, _)| x)
+}
+
+/// `(lo, hi, L)` of each periodic axis of `domain`, for [`Census::fit`].
+fn periodic_axes<P: Point>(domain: &PeriodicBox<P>) -> [Option<(f32, f32, f32)>; 3] {
+    core::array::from_fn(|a| {
+        (a < P::DIM && domain.is_periodic_axis(a)).then(|| {
+            (
+                domain.lo().coord(a),
+                domain.hi().coord(a),
+                domain.lengths().coord(a),
+            )
+        })
+    })
+}
+
 impl Frame {
     /// The cell of coordinate `x` along axis `a`, clamped to the grid
     /// (non-negative and finite: `as` saturates, the clamp keeps a
@@ -134,7 +174,7 @@ impl Frame {
     #[inline(always)]
     fn axis(&self, a: usize, x: f32) -> usize {
         let top = self.dims[a].saturating_sub(1);
-        (((x - self.origin[a]) * self.inv) as usize).min(top)
+        (((x - self.origin[a]) * self.inv[a]) as usize).min(top)
     }
 
     /// The cell coordinates of a point.
@@ -184,10 +224,18 @@ impl Census {
     };
 
     /// Adds the boxes at dense positions `range` of the brute force's slots.
-    fn add_all<B: BoundingBox>(&mut self, slots: &[BruteSlot<B>], range: core::ops::Range<usize>) {
+    fn add_all<B: BoundingBox>(
+        &mut self,
+        slots: &[BruteSlot<B>],
+        range: core::ops::Range<usize>,
+        domain: &PeriodicBox<B::Point>,
+    ) {
         let dim = B::Point::DIM.min(3);
         for d in slots.get(range).unwrap_or_default() {
-            let b = slots.get(d.id() as usize).map_or(B::ZERO, BruteSlot::aabb);
+            let b = image0(
+                domain,
+                slots.get(d.id() as usize).map_or(B::ZERO, BruteSlot::aabb),
+            );
             let bl = b.min();
             for a in 0..dim {
                 self.lo[a] = self.lo[a].min(bl.coord(a));
@@ -247,9 +295,27 @@ impl Census {
 
     /// The grid over `n` boxes of this census in `dim` dimensions, with at
     /// most `room` cells; `None` when no grid can take them (a cell edge
-    /// that is not finite).
-    fn fit(&self, dim: usize, n: usize, room: usize) -> Option<Frame> {
-        let (lo, hi) = (self.lo, self.hi);
+    /// that is not finite, or fewer than 3 cells along an axis of
+    /// `periodic`).
+    ///
+    /// `periodic[a]` is `(lo, hi, L)` of a periodic axis: its cells are
+    /// `⌊L/cell⌋` cells of `L/⌊L/cell⌋` from `lo`, whatever the census's
+    /// corners there (the census is of the boxes' images 0, inside).
+    fn fit(
+        &self,
+        dim: usize,
+        n: usize,
+        room: usize,
+        periodic: &[Option<(f32, f32, f32)>; 3],
+    ) -> Option<Frame> {
+        let (mut lo, mut hi) = (self.lo, self.hi);
+        let (mut period, mut top) = ([0.0f32; 3], [0.0f32; 3]);
+        for a in 0..dim {
+            if let Some(&Some((l0, h0, len))) = periodic.get(a) {
+                (lo[a], hi[a]) = (l0, h0);
+                (period[a], top[a]) = (len, h0);
+            }
+        }
         // The smallest class bound with at most `large_allowed` boxes
         // above it; the longest edge at or below it sets the cell.
         let allowed = large_allowed(n);
@@ -304,17 +370,33 @@ impl Census {
                 return None;
             }
             let mut dims = [1usize; 3];
+            let mut inv = [1.0 / cell; 3];
+            let mut wrap = 0u8;
             let mut cells = 1usize;
             for a in 0..dim {
-                // At most `AXIS_CELLS` + 1.
-                dims[a] = ((hi[a] - lo[a]) / cell) as usize + 1;
+                if let Some(&Some((_, _, len))) = periodic.get(a) {
+                    // At most `AXIS_CELLS` + 1, at least 3.
+                    dims[a] = (len / cell) as usize;
+                    if dims[a] < 3 {
+                        return None;
+                    }
+                    inv[a] = dims[a] as f32 / len;
+                    wrap |= 1 << a;
+                } else {
+                    // At most `AXIS_CELLS` + 1.
+                    dims[a] = ((hi[a] - lo[a]) / cell) as usize + 1;
+                }
                 cells = cells.saturating_mul(dims[a]);
             }
             if cells <= room {
                 return Some(Frame {
                     origin: lo,
-                    inv: 1.0 / cell,
+                    inv,
                     dims,
+                    cell,
+                    wrap,
+                    period,
+                    top,
                     large_above,
                 });
             }
@@ -351,6 +433,7 @@ where
             words,
             starts,
             cell: 0.0,
+            domain: PeriodicBox::NONE,
         }
     }
 
@@ -370,7 +453,28 @@ where
     /// [`Error::LengthMismatch`] unless every stored id is below
     /// `boxes.len()`; the errors of [`BroadPhase::update`] for a bad box.
     pub fn update_all(&mut self, boxes: &[B]) -> Result<(), Error> {
+        self.check_all(boxes)?;
         self.boxes.update_all(boxes)
+    }
+
+    /// With a periodic domain, [`PeriodicBox::wrap_box`] on the new box of
+    /// every stored id (the brute force's own checks come first where it
+    /// would refuse the slice's length).
+    fn check_all(&self, boxes: &[B]) -> Result<(), Error> {
+        if self.domain.axes() == 0 {
+            return Ok(());
+        }
+        let (slots, n) = self.boxes.dense_slots();
+        let dense = slots.get(..n).unwrap_or_default();
+        if dense.iter().any(|d| d.id() as usize >= boxes.len()) {
+            return Ok(());
+        }
+        for d in dense {
+            if let Some(b) = boxes.get(d.id() as usize) {
+                self.domain.wrap_box(b)?;
+            }
+        }
+        Ok(())
     }
 
     /// [`update_all`](Self::update_all) in tasks on `exec`
@@ -383,6 +487,7 @@ where
         exec: &E,
         boxes: &[B],
     ) -> Result<(), Error> {
+        self.check_all(boxes)?;
         self.boxes.par_update_all(exec, boxes)
     }
 
@@ -395,13 +500,92 @@ where
         self.cell
     }
 
+    /// Makes the boxes overlap periodically in `domain` (any subset of the
+    /// axes; [`PeriodicBox::NONE`] for none): two boxes overlap when some
+    /// periodic images of them do, as in [`crate::PeriodicBroadPhase`]
+    /// (the same definition, on the same floats), and each pair is reported
+    /// once. The grid's cells then wrap along the periodic axes (`⌊L/c⌋`
+    /// cells of `L/⌊L/c⌋` for the cell `c` the boxes set), so no box has an
+    /// image stored and nothing is copied: a detection reads each box once
+    /// more (its image 0, [`PeriodicBox::wrap_box`]) and tests the cells
+    /// reached through a face one candidate at a time. Fewer than 3 cells
+    /// along a periodic axis (boxes longer than a third of the period, or
+    /// too few `starts`) fall back to the all-pairs test. Queries scan the
+    /// images 0; ray casts are refused.
+    ///
+    /// Boxes stored, inserted and updated must be shorter than half the
+    /// period along every periodic axis (`wrap_box`'s conditions).
+    ///
+    /// # Errors
+    /// [`PeriodicBox::wrap_box`]'s error for the first stored box it
+    /// refuses; nothing changes then.
+    pub fn set_domain(&mut self, domain: PeriodicBox<B::Point>) -> Result<(), Error> {
+        let (slots, n) = self.boxes.dense_slots();
+        if domain.axes() != 0 {
+            for d in slots.iter().take(n) {
+                if let Some(s) = slots.get(d.id() as usize) {
+                    domain.wrap_box(&s.aabb())?;
+                }
+            }
+        }
+        self.domain = domain;
+        self.cell = 0.0;
+        Ok(())
+    }
+
+    /// The domain of [`set_domain`](Self::set_domain)
+    /// ([`PeriodicBox::NONE`] unless set).
+    pub fn domain(&self) -> &PeriodicBox<B::Point> {
+        &self.domain
+    }
+
+    /// An update's checks with a periodic domain, in the order of
+    /// [`crate::PeriodicBroadPhase`]: the id, then the box
+    /// ([`PeriodicBox::wrap_box`]).
+    fn check_update(&self, id: u32, aabb: &B) -> Result<(), Error> {
+        if self.domain.axes() == 0 {
+            return Ok(());
+        }
+        crate::ids::index(self.boxes.capacity(), id)?;
+        if self.boxes.get(id).is_none() {
+            return Err(Error::UnknownId { id });
+        }
+        self.domain.wrap_box(aabb).map(|_| ())
+    }
+
+    /// Every overlapping pair by the all-pairs test (periodic with a
+    /// periodic domain): where no grid can take the boxes.
+    fn all_pairs<F: FnMut(u32, u32)>(&mut self, mut f: F) -> Result<(), Error> {
+        if self.domain.axes() == 0 {
+            return self.boxes.for_each_overlap(f);
+        }
+        let (slots, n) = self.boxes.dense_slots();
+        let boxes = |d: &BruteSlot<B>| slots.get(d.id() as usize).map(|s| (d.id(), s.aabb()));
+        for (k, a) in slots.iter().take(n).enumerate() {
+            let Some((ia, ba)) = boxes(a) else { continue };
+            for b in slots.get(k + 1..n).unwrap_or_default() {
+                if let Some((ib, bb)) = boxes(b)
+                    && periodic_overlap(&self.domain, &ba, &bb)
+                {
+                    f(ia, ib);
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// The grid over the stored boxes' lower corners; `None` when no grid
     /// can take them (a cell edge that is not finite).
     fn frame(&self) -> Option<Frame> {
         let (slots, n) = self.boxes.dense_slots();
         let mut census = Census::EMPTY;
-        census.add_all(slots, 0..n);
-        census.fit(B::Point::DIM.min(3), n, self.starts.as_ref().len())
+        census.add_all(slots, 0..n, &self.domain);
+        census.fit(
+            B::Point::DIM.min(3),
+            n,
+            self.starts.as_ref().len(),
+            &periodic_axes(&self.domain),
+        )
     }
 
     /// Sorts the boxes into the grid of this detection on the calling
@@ -427,8 +611,12 @@ where
         // and go after the others.
         starts.fill(0);
         let mut large = 0usize;
+        let domain = &self.domain;
         for (d, c) in slots.iter().take(n).zip(cells.iter_mut()) {
-            let b = slots.get(d.id() as usize).map_or(B::ZERO, BruteSlot::aabb);
+            let b = image0(
+                domain,
+                slots.get(d.id() as usize).map_or(B::ZERO, BruteSlot::aabb),
+            );
             if edge_class(b.longest_edge()) > frame.large_above {
                 *c = LARGE;
                 large += 1;
@@ -463,8 +651,13 @@ where
             }
         }
         let coords: &mut [f32] = bytemuck::cast_slice_mut(coords);
-        gather(slots, ids, &mut planes_mut::<B::Point>(coords, cap, n));
-        self.cell = 1.0 / frame.inv;
+        gather(
+            slots,
+            ids,
+            &mut planes_mut::<B::Point>(coords, cap, n),
+            domain,
+        );
+        self.cell = frame.cell;
         Some((frame, n - large))
     }
 
@@ -531,10 +724,18 @@ fn planes_mut<P: Point>(coords: &mut [f32], cap: usize, n: usize) -> [&mut [f32]
 
 /// Writes the boxes of `ids` into the planes (as cut by [`planes_mut`],
 /// or pieces of them starting at the same sorted position as `ids`).
-fn gather<B: BoundingBox>(slots: &[BruteSlot<B>], ids: &[u32], planes: &mut [&mut [f32]; 6]) {
+fn gather<B: BoundingBox>(
+    slots: &[BruteSlot<B>],
+    ids: &[u32],
+    planes: &mut [&mut [f32]; 6],
+    domain: &PeriodicBox<B::Point>,
+) {
     let dim = B::Point::DIM.min(3);
     for (j, &id) in ids.iter().enumerate() {
-        let b = slots.get(id as usize).map_or(B::ZERO, BruteSlot::aabb);
+        let b = image0(
+            domain,
+            slots.get(id as usize).map_or(B::ZERO, BruteSlot::aabb),
+        );
         let (lo, hi) = (b.min(), b.max());
         for a in 0..dim {
             if let Some(c) = planes.get_mut(a).and_then(|p| p.get_mut(j)) {
@@ -585,6 +786,9 @@ fn large_pairs<F: FnMut(u32, u32)>(
     large: core::ops::Range<usize>,
     f: &mut F,
 ) {
+    if frame.wrap != 0 {
+        return large_pairs_wrapped(frame, dim, ends, p, large, f);
+    }
     let [nx, ny, nz] = frame.dims;
     let cells = Ends(ends);
     let (start, end) = (|k| cells.start(k), |k| cells.end(k));
@@ -715,6 +919,9 @@ fn sweep<F: FnMut(u32, u32)>(
     cells: core::ops::Range<usize>,
     f: &mut F,
 ) {
+    if frame.wrap != 0 {
+        return sweep_wrapped(frame, dim, ends, p, cells, f);
+    }
     let rows: &[(isize, isize)] = if dim == 3 {
         &HALF_ROWS_3D
     } else {
@@ -768,6 +975,259 @@ fn sweep<F: FnMut(u32, u32)>(
     }
 }
 
+/// Periodic overlap along one axis of two images 0 `[a0, a1]` and
+/// `[b0, b1]` (closed intervals): they meet as they are, or, along a
+/// periodic axis (`period` `l`, upper face `top`), `b` shifted by `−l`
+/// meets `a` where `b` crosses the face (`b1 ≥ top`), or `a` shifted meets
+/// `b` where `a` crosses: the definition of [`crate::PeriodicBroadPhase`],
+/// on the same floats (`x − l`).
+#[inline(always)]
+fn axis_meets(periodic: bool, l: f32, top: f32, a: (f32, f32), b: (f32, f32)) -> bool {
+    let ((a0, a1), (b0, b1)) = (a, b);
+    if a0 <= b1 && b0 <= a1 {
+        return true;
+    }
+    periodic
+        && ((b1 >= top && a0 <= b1 - l && b0 - l <= a1)
+            || (a1 >= top && a0 - l <= b1 && b0 <= a1 - l))
+}
+
+/// Whether two stored boxes overlap periodically in `domain` (their images
+/// 0 along every axis, [`axis_meets`]).
+fn periodic_overlap<B: BoundingBox>(domain: &PeriodicBox<B::Point>, a: &B, b: &B) -> bool {
+    let (a, b) = (image0(domain, *a), image0(domain, *b));
+    (0..B::Point::DIM).all(|k| {
+        axis_meets(
+            domain.is_periodic_axis(k),
+            domain.lengths().coord(k),
+            domain.hi().coord(k),
+            (a.min().coord(k), a.max().coord(k)),
+            (b.min().coord(k), b.max().coord(k)),
+        )
+    })
+}
+
+impl BoxPlanes<'_> {
+    /// Calls `f(q.id, b)` for every box `b` at sorted positions `r0..r1`
+    /// that overlaps `q` periodically ([`axis_meets`] along every axis),
+    /// one candidate at a time: the ranges reached through a face and the
+    /// large boxes' candidates.
+    #[inline(always)]
+    fn test_periodic<F: FnMut(u32, u32)>(
+        &self,
+        frame: &Frame,
+        dim: usize,
+        q: &Probe,
+        (r0, r1): (usize, usize),
+        f: &mut F,
+    ) {
+        for k in r0..r1 {
+            let mut hit = true;
+            for d in 0..dim {
+                let (Some(&b0), Some(&b1)) = (self.lo[d].get(k), self.hi[d].get(k)) else {
+                    return;
+                };
+                hit &= axis_meets(
+                    frame.wrap & (1 << d) != 0,
+                    frame.period[d],
+                    frame.top[d],
+                    (q.lo[d], q.hi[d]),
+                    (b0, b1),
+                );
+            }
+            if hit && let Some(&b) = self.ids.get(k) {
+                f(q.id, b);
+            }
+        }
+    }
+}
+
+/// A step of `d ∈ {−1, 0, 1}` from cell `c` of `n` along an axis: the cell
+/// and whether the step went through a face (only along a wrapping axis;
+/// `None` past the grid along another).
+#[inline(always)]
+fn step_cell(c: usize, d: isize, n: usize, wraps: bool) -> Option<(usize, bool)> {
+    let t = c as isize + d;
+    if t >= 0 && (t as usize) < n {
+        Some((t as usize, false))
+    } else if wraps {
+        Some((t.rem_euclid(n as isize) as usize, true))
+    } else {
+        None
+    }
+}
+
+/// [`sweep`] on a grid whose cells wrap along some axes (`frame.wrap`):
+/// the same forward cells, taken modulo the cells per axis (at least 3, so
+/// no cell is met twice); ranges reached without crossing a face are
+/// tested as in the plain sweep (for two grid boxes in directly adjacent
+/// cells the plain test is the periodic one: a shifted image would need
+/// lower corners at least `L` less a box edge apart), ranges reached
+/// through a face by [`BoxPlanes::test_periodic`].
+fn sweep_wrapped<F: FnMut(u32, u32)>(
+    frame: &Frame,
+    dim: usize,
+    ends: &[u32],
+    p: &BoxPlanes<'_>,
+    cells: core::ops::Range<usize>,
+    f: &mut F,
+) {
+    let rows: &[(isize, isize)] = if dim == 3 {
+        &HALF_ROWS_3D
+    } else {
+        &HALF_ROWS_2D
+    };
+    let [nx, ny, nz] = frame.dims;
+    let wraps = |a: usize| frame.wrap & (1 << a) != 0;
+    let ends = Ends(ends);
+    let (start, end) = (|k| ends.start(k), |k| ends.end(k));
+    if cells.is_empty() {
+        return;
+    }
+    for row_index in cells.start / nx..=(cells.end - 1) / nx {
+        let (y, z) = (row_index % ny, row_index / ny);
+        let row = row_index * nx;
+        let x_first = cells.start.saturating_sub(row);
+        let x_end = (cells.end - row).min(nx);
+        for x in x_first..x_end {
+            let k = row + x;
+            let (lo, hi) = (start(k), end(k));
+            if lo == hi {
+                continue;
+            }
+            let mut plain = [(0usize, 0usize); 4];
+            let mut np = 0;
+            let mut through = [(0usize, 0usize); 9];
+            let mut nt = 0;
+            let mut add = |r: (usize, usize), face: bool| {
+                if r.0 >= r.1 {
+                    return;
+                }
+                if face {
+                    if let Some(e) = through.get_mut(nt) {
+                        *e = r;
+                        nt += 1;
+                    }
+                } else if let Some(e) = plain.get_mut(np) {
+                    *e = r;
+                    np += 1;
+                }
+            };
+            // The x neighbours of a cell of a row: the direct ones, and
+            // the one through the x face at either end.
+            let (x0, x1) = (
+                if x > 0 { x - 1 } else { x },
+                if x + 1 < nx { x + 1 } else { x },
+            );
+            let x_face_low = (x == 0 && wraps(0)).then_some(nx - 1);
+            let x_face_high = (x + 1 == nx && wraps(0)).then_some(0);
+            let next = if x + 1 < nx { end(k + 1) } else { hi };
+            if let Some(c) = x_face_high {
+                add((start(row + c), end(row + c)), true);
+            }
+            for &(dy, dz) in rows {
+                let Some((yy, fy)) = step_cell(y, dy, ny, wraps(1)) else {
+                    continue;
+                };
+                let Some((zz, fz)) = step_cell(z, dz, nz, wraps(2)) else {
+                    continue;
+                };
+                let r = (zz * ny + yy) * nx;
+                add((start(r + x0), end(r + x1)), fy || fz);
+                for c in [x_face_low, x_face_high].into_iter().flatten() {
+                    add((start(r + c), end(r + c)), true);
+                }
+            }
+            for i in lo..hi {
+                let q = p.probe(dim, i);
+                p.test(dim, &q, (i + 1, next), f);
+                for &r in &plain[..np] {
+                    p.test(dim, &q, r, f);
+                }
+                for &r in &through[..nt] {
+                    p.test_periodic(frame, dim, &q, r, f);
+                }
+            }
+        }
+    }
+}
+
+/// The cells `[c0 − 1, c1 + 1]` around a large box's image 0 along one axis
+/// of `n` cells, taken modulo `n` along a wrapping axis (at most `n` of them,
+/// as at most two runs of consecutive cells), clamped to the grid along
+/// another: a grid box that overlaps it, as it is or through the face, has
+/// its lower corner in them.
+fn large_runs(c0: isize, c1: isize, n: usize, wraps: bool) -> [(usize, usize); 2] {
+    let n_i = n as isize;
+    if !wraps {
+        let a = c0.saturating_sub(1).clamp(0, n_i - 1) as usize;
+        let b = c1.clamp(0, n_i - 1) as usize;
+        return [(a, b + 1), (0, 0)];
+    }
+    let first = c0 - 1;
+    let len = (c1 + 1 - first + 1).clamp(1, n_i);
+    let a = first.rem_euclid(n_i) as usize;
+    let end = a + len as usize;
+    if end <= n {
+        [(a, end), (0, 0)]
+    } else {
+        [(a, n), (0, end - n)]
+    }
+}
+
+/// [`large_pairs`] on a grid whose cells wrap along some axes: each large
+/// box against the grid's boxes in the cells around its image 0
+/// ([`large_runs`]), then against the large boxes after it, all by
+/// [`BoxPlanes::test_periodic`].
+fn large_pairs_wrapped<F: FnMut(u32, u32)>(
+    frame: &Frame,
+    dim: usize,
+    ends: &[u32],
+    p: &BoxPlanes<'_>,
+    large: core::ops::Range<usize>,
+    f: &mut F,
+) {
+    let [nx, ny, nz] = frame.dims;
+    let cells = Ends(ends);
+    let last = p.ids.len();
+    let raw = |a: usize, x: f32| -> isize {
+        // Finite: image 0's corners lie within a period of the grid.
+        let t = (x - frame.origin[a]) * frame.inv[a];
+        if t.is_finite() { t as isize } else { 0 }
+    };
+    for i in large {
+        let q = p.probe(dim, i);
+        let runs = |a: usize, n: usize| {
+            let c0 = frame.axis(a, q.lo[a]) as isize;
+            let c1 = raw(a, q.hi[a]);
+            large_runs(c0, c1, n, frame.wrap & (1 << a) != 0)
+        };
+        let xs = runs(0, nx);
+        let ys = runs(1, ny);
+        let zs = if dim == 3 {
+            runs(2, nz)
+        } else {
+            [(0, 1), (0, 0)]
+        };
+        for &(z0, z1) in &zs {
+            for z in z0..z1 {
+                for &(y0, y1) in &ys {
+                    for y in y0..y1 {
+                        let row = (z * ny + y) * nx;
+                        for &(x0, x1) in &xs {
+                            if x0 < x1 {
+                                let r = (cells.start(row + x0), cells.end(row + x1 - 1));
+                                p.test_periodic(frame, dim, &q, r, f);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        p.test_periodic(frame, dim, &q, (i + 1, last), f);
+    }
+}
+
 impl<B, S, W, T> BroadPhase<B> for GridBroadPhase<B, S, W, T>
 where
     B: BoundingBox,
@@ -786,6 +1246,9 @@ where
     fn insert(&mut self, id: u32, aabb: B) -> Result<(), Error> {
         crate::ids::index(self.boxes.capacity(), id)?;
         aabb.check()?;
+        if self.domain.axes() != 0 && self.boxes.get(id).is_none() {
+            self.domain.wrap_box(&aabb)?;
+        }
         if self.boxes.get(id).is_none() && self.boxes.box_count() >= self.box_capacity() {
             return Err(Error::CapacityExceeded {
                 capacity: self.box_capacity(),
@@ -795,10 +1258,16 @@ where
     }
 
     fn update(&mut self, id: u32, aabb: B) -> Result<(), Error> {
+        self.check_update(id, &aabb)?;
         self.boxes.update(id, aabb)
     }
 
     fn update_many(&mut self, updates: &[(u32, B)]) -> Result<(), Error> {
+        if self.domain.axes() != 0 {
+            for (id, b) in updates {
+                self.check_update(*id, b)?;
+            }
+        }
         self.boxes.update_many(updates)
     }
 
@@ -821,13 +1290,31 @@ where
         }
         if !self.grid_pairs(&mut f) {
             self.cell = 0.0;
-            self.boxes.for_each_overlap(f)?;
+            self.all_pairs(f)?;
         }
         Ok(())
     }
 
-    fn query<F: FnMut(u32)>(&mut self, aabb: &B, f: F) -> Result<(), Error> {
-        self.boxes.query(aabb, f)
+    /// A scan of the stored boxes; with a periodic domain, of their images
+    /// 0 against the query box's (periodic overlap), each id once.
+    ///
+    /// # Errors
+    /// The box's errors; with a periodic domain also
+    /// [`PeriodicBox::wrap_box`]'s for the query box.
+    fn query<F: FnMut(u32)>(&mut self, aabb: &B, mut f: F) -> Result<(), Error> {
+        if self.domain.axes() == 0 {
+            return self.boxes.query(aabb, f);
+        }
+        let (q, _) = self.domain.wrap_box(aabb)?;
+        let (slots, n) = self.boxes.dense_slots();
+        for d in slots.iter().take(n) {
+            if let Some(s) = slots.get(d.id() as usize)
+                && periodic_overlap(&self.domain, &q, &s.aabb())
+            {
+                f(d.id());
+            }
+        }
+        Ok(())
     }
 
     /// Tasks of about 16 384 boxes for the grid (at most 256), then tasks
@@ -865,11 +1352,18 @@ where
     W: Storage<u32>,
     T: Storage<u32>,
 {
+    /// # Errors
+    /// As the brute force's; [`Error::InvalidConfig`] (`"domain"`) with a
+    /// periodic domain (a ray does not wrap; cast through a copy without
+    /// one, or through the boxes' images).
     fn ray_visit<F: FnMut(u32, f32) -> f32>(
         &mut self,
         ray: &crate::ray::Ray<B::Point>,
         visit: F,
     ) -> Result<(), Error> {
+        if self.domain.axes() != 0 {
+            return Err(Error::InvalidConfig { field: "domain" });
+        }
         self.boxes.ray_visit(ray, visit)
     }
 }
@@ -1019,6 +1513,53 @@ mod tests {
         assert!(p[..n].iter().all(|&(a, b)| b == 40 && a % 2 == 0));
         // Cubes of edge 1: cells of 1.5, doubled once to fit 32 starts.
         assert!(g.cell_size() < 4.0, "{}", g.cell_size());
+    }
+
+    /// The periodic grid against the all-pairs periodic test, on unit-ish
+    /// cubes in an 8-unit domain (5 cells per axis, so the grid is used),
+    /// a few large boxes among them, every subset of periodic axes, and
+    /// the parallel form alike.
+    #[test]
+    fn periodic_grid_matches_all_pairs() {
+        type Big = GridBroadPhase<Aabb3, [BruteSlot<Aabb3>; 64], [u32; 1024], [u32; 256]>;
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut rnd = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 40) as f32 / (1u64 << 24) as f32
+        };
+        let mut grid_used = 0;
+        for round in 0..200 {
+            let axes = (round % 8) as u8;
+            let d = crate::PeriodicBox::new(Vec3::ZERO, Vec3::new(8.0, 8.0, 8.0), axes).unwrap();
+            let mut g: Big = GridBroadPhase::new([BruteSlot::EMPTY; 64], [0; 1024], [0; 256]);
+            g.set_domain(d).unwrap();
+            let mut boxes = [Aabb3::ZERO; 64];
+            for (i, b) in boxes.iter_mut().enumerate() {
+                let e = if i % 16 == 0 { 3.0 } else { 0.5 + rnd() };
+                // Lower corners inside, and some just past the upper faces.
+                let c = Vec3::new(rnd() * 8.6 - 0.3, rnd() * 8.6 - 0.3, rnd() * 8.6 - 0.3);
+                *b = Aabb3::new(c, c + Vec3::new(e, e * 0.9, e * 1.1)).unwrap();
+                g.insert(i as u32, *b).unwrap();
+            }
+            let mut want = [[false; 64]; 64];
+            for i in 0..64 {
+                for j in i + 1..64 {
+                    want[i][j] = periodic_overlap(&d, &boxes[i], &boxes[j]);
+                }
+            }
+            let mut got = [[false; 64]; 64];
+            g.for_each_overlap(|a, b| {
+                let (a, b) = (a.min(b) as usize, a.max(b) as usize);
+                assert!(!got[a][b], "pair ({a}, {b}) twice, axes {axes:#b}");
+                got[a][b] = true;
+            })
+            .unwrap();
+            assert_eq!(got, want, "round {round}, axes {axes:#b}");
+            grid_used += usize::from(g.cell_size() > 0.0);
+        }
+        assert!(grid_used > 100, "the grid ran {grid_used} times");
     }
 
     #[test]

@@ -20,6 +20,7 @@ use spatium::{
     PeriodicSlot, Point, Validate,
 };
 use spatium_host::boxes::TestBox;
+use spatium_host::make::{self, VecGridBp};
 use spatium_host::par::HostExec;
 use spatium_host::rng::Rng;
 use spatium_host::runtime::AnyBroad;
@@ -79,9 +80,9 @@ fn masks(dim: usize) -> &'static [u8] {
     }
 }
 
-fn check_all<B: TestBox>(
+fn check_all<B: TestBox, T: BroadPhase<B> + Validate + Send + Sync>(
     name: &str,
-    t: &mut Adapter<B>,
+    t: &mut T,
     o: &PeriodicOracle<B>,
     queries: &[B],
 ) -> Result<(), String> {
@@ -129,6 +130,13 @@ fn check_all<B: TestBox>(
     Ok(())
 }
 
+/// The native periodic grid (`GridBroadPhase::set_domain`) for `n` ids.
+fn native_grid<B: TestBox>(domain: PeriodicBox<B::Point>, n: usize) -> VecGridBp<B> {
+    let mut g = make::grid_bp::<B>(n);
+    g.set_domain(domain).unwrap();
+    g
+}
+
 fn differential<B: TestBox>(n: usize, seed: u64) {
     let dim = B::Point::DIM;
     let mut crossing_seen = 0usize;
@@ -142,90 +150,116 @@ fn differential<B: TestBox>(n: usize, seed: u64) {
                     registry::broad_name::<B>(kind)
                 );
                 let mut t = adapter::<B>(kind, domain, n);
-                let mut o = PeriodicOracle::<B>::new(domain, n);
-                for (i, b) in sc.boxes.iter().enumerate() {
-                    let im = o.predict_insert(i as u32, b).unwrap();
-                    t.insert(i as u32, *b)
-                        .unwrap_or_else(|e| panic!("{name}: insert {i}: {e}"));
-                    o.slots[i] = Some((*b, im));
-                }
-                crossing_seen += t.image_count() - t.box_count();
-                // Queries: some boxes grown by a bit, and cubes at the corners.
-                let mut rng = Rng::new(seed ^ 0x51);
-                let mut queries: Vec<B> = sc
-                    .boxes
-                    .iter()
-                    .step_by(17)
-                    .map(|b| {
-                        let g = B::Point::from_fn(|_| 0.3);
-                        B::try_new(b.min() - g, b.max() + g).unwrap()
-                    })
-                    .collect();
-                for _ in 0..8 {
-                    let c = B::Point::from_fn(|k| {
-                        let (l, h) = (domain.lo().coord(k), domain.hi().coord(k));
-                        if rng.below(2) == 0 {
-                            l + rng.range(-1.0, 0.5)
-                        } else {
-                            h + rng.range(-0.5, 1.0)
-                        }
-                    });
-                    let edge = B::Point::from_fn(|k| {
-                        1.5f32.min(0.4 * (domain.hi().coord(k) - domain.lo().coord(k)))
-                    });
-                    queries.push(B::try_new(c, c + edge).unwrap());
-                }
-                check_all(&name, &mut t, &o, &queries).unwrap_or_else(|e| panic!("{e}"));
-                // Moves: three steps, alternately update and update_many;
-                // a few removals and re-insertions.
-                let start = sc.boxes.clone();
-                for step in 0..3 {
-                    sc.step();
-                    if step % 2 == 0 {
-                        for (i, b) in sc.boxes.iter().enumerate() {
-                            t.update(i as u32, *b)
-                                .unwrap_or_else(|e| panic!("{name}: update {i}: {e}"));
-                        }
-                    } else {
-                        let list: Vec<(u32, B)> = sc
-                            .boxes
-                            .iter()
-                            .enumerate()
-                            .map(|(i, b)| (i as u32, *b))
-                            .collect();
-                        t.update_many(&list)
-                            .unwrap_or_else(|e| panic!("{name}: update_many: {e}"));
-                    }
-                    for (i, b) in sc.boxes.iter().enumerate() {
-                        o.slots[i] = Some((*b, images(&domain, b).unwrap()));
-                    }
-                    for _ in 0..n / 10 {
-                        let i = rng.below(n) as u32;
-                        if o.slots[i as usize].is_none() {
-                            assert_eq!(t.remove(i), Err(Error::UnknownId { id: i }), "{name}");
-                            continue;
-                        }
-                        let got = t.remove(i).unwrap();
-                        assert_eq!(got, sc.boxes[i as usize], "{name}");
-                        o.slots[i as usize] = None;
-                    }
-                    check_all(&name, &mut t, &o, &queries).unwrap_or_else(|e| panic!("{e}"));
-                    for (i, b) in sc.boxes.iter().enumerate() {
-                        if o.slots[i].is_none() {
-                            t.insert(i as u32, *b).unwrap();
-                            o.slots[i] = Some((*b, images(&domain, b).unwrap()));
-                        }
-                    }
-                }
-                check_all(&name, &mut t, &o, &queries).unwrap_or_else(|e| panic!("{e}"));
+                crossing_seen += scenario(&name, &mut t, &mut sc, domain, n, seed);
                 t.clear();
                 assert_eq!((t.box_count(), t.image_count()), (0, 0));
                 t.validate().unwrap();
-                sc.boxes = start;
             }
+            let name = format!("{} native periodic grid mask {mask:#b}", sc.name);
+            let mut g = native_grid::<B>(domain, n);
+            crossing_seen += scenario(&name, &mut g, &mut sc, domain, n, seed);
+            g.clear();
+            assert_eq!(g.box_count(), 0);
+            g.validate().unwrap();
         }
     }
     assert!(crossing_seen > 0, "no box crossed a face");
+}
+
+/// One scene on one structure, judged by the oracle: the boxes inserted,
+/// pairs (sequential, parallel, filtered) and queries, then three moves
+/// with removals and re-insertions; the scene's boxes are put back.
+/// Returns how many stored boxes crossed a face after the insert.
+fn scenario<B: TestBox, T: BroadPhase<B> + Validate + Send + Sync>(
+    name: &str,
+    t: &mut T,
+    sc: &mut BoxScenario<B>,
+    domain: PeriodicBox<B::Point>,
+    n: usize,
+    seed: u64,
+) -> usize {
+    let mut o = PeriodicOracle::<B>::new(domain, n);
+    for (i, b) in sc.boxes.iter().enumerate() {
+        let im = o.predict_insert(i as u32, b).unwrap();
+        t.insert(i as u32, *b)
+            .unwrap_or_else(|e| panic!("{name}: insert {i}: {e}"));
+        o.slots[i] = Some((*b, im));
+    }
+    let crossing = o
+        .slots
+        .iter()
+        .flatten()
+        .filter(|(_, im)| im.shifted.iter().any(Option::is_some))
+        .count();
+    // Queries: some boxes grown by a bit, and cubes at the corners.
+    let mut rng = Rng::new(seed ^ 0x51);
+    let mut queries: Vec<B> = sc
+        .boxes
+        .iter()
+        .step_by(17)
+        .map(|b| {
+            let g = B::Point::from_fn(|_| 0.3);
+            B::try_new(b.min() - g, b.max() + g).unwrap()
+        })
+        .collect();
+    for _ in 0..8 {
+        let c = B::Point::from_fn(|k| {
+            let (l, h) = (domain.lo().coord(k), domain.hi().coord(k));
+            if rng.below(2) == 0 {
+                l + rng.range(-1.0, 0.5)
+            } else {
+                h + rng.range(-0.5, 1.0)
+            }
+        });
+        let edge =
+            B::Point::from_fn(|k| 1.5f32.min(0.4 * (domain.hi().coord(k) - domain.lo().coord(k))));
+        queries.push(B::try_new(c, c + edge).unwrap());
+    }
+    check_all(name, t, &o, &queries).unwrap_or_else(|e| panic!("{e}"));
+    // Moves: three steps, alternately update and update_many; a few
+    // removals and re-insertions.
+    let start = sc.boxes.clone();
+    for step in 0..3 {
+        sc.step();
+        if step % 2 == 0 {
+            for (i, b) in sc.boxes.iter().enumerate() {
+                t.update(i as u32, *b)
+                    .unwrap_or_else(|e| panic!("{name}: update {i}: {e}"));
+            }
+        } else {
+            let list: Vec<(u32, B)> = sc
+                .boxes
+                .iter()
+                .enumerate()
+                .map(|(i, b)| (i as u32, *b))
+                .collect();
+            t.update_many(&list)
+                .unwrap_or_else(|e| panic!("{name}: update_many: {e}"));
+        }
+        for (i, b) in sc.boxes.iter().enumerate() {
+            o.slots[i] = Some((*b, images(&domain, b).unwrap()));
+        }
+        for _ in 0..n / 10 {
+            let i = rng.below(n) as u32;
+            if o.slots[i as usize].is_none() {
+                assert_eq!(t.remove(i), Err(Error::UnknownId { id: i }), "{name}");
+                continue;
+            }
+            let got = t.remove(i).unwrap();
+            assert_eq!(got, sc.boxes[i as usize], "{name}");
+            o.slots[i as usize] = None;
+        }
+        check_all(name, t, &o, &queries).unwrap_or_else(|e| panic!("{e}"));
+        for (i, b) in sc.boxes.iter().enumerate() {
+            if o.slots[i].is_none() {
+                t.insert(i as u32, *b).unwrap();
+                o.slots[i] = Some((*b, images(&domain, b).unwrap()));
+            }
+        }
+    }
+    check_all(name, t, &o, &queries).unwrap_or_else(|e| panic!("{e}"));
+    sc.boxes = start;
+    crossing
 }
 
 #[test]
@@ -282,6 +316,13 @@ fn run_ops<B: TestBox>(
                 TestCaseError::fail(format!("{} op {k}: {e}", registry::broad_name::<B>(kind)))
             })?;
         }
+    }
+    // The native periodic grid (it has no image pool: the same ops).
+    let mut g = native_grid::<B>(domain, CAPACITY);
+    let mut o = PeriodicOracle::<B>::new(domain, CAPACITY);
+    for (k, op) in ops.iter().enumerate() {
+        o.apply(&mut g, op)
+            .map_err(|e| TestCaseError::fail(format!("native periodic grid op {k}: {e}")))?;
     }
     Ok(())
 }

@@ -72,6 +72,7 @@ where
     fn par_prepare<E: Executor>(&mut self, exec: &E) -> Option<(Frame, usize)> {
         let dim = B::Point::DIM.min(3);
         let (slots, n) = self.boxes.dense_slots();
+        let domain = &self.domain;
         let cap = self.words.as_ref().len() / words_per_box::<B::Point>();
         let (coords, rest) = self.words.as_mut().split_at_mut(2 * dim * cap);
         let (ids, rest) = rest.split_at_mut(cap);
@@ -87,16 +88,16 @@ where
             exec.run(tasks, Parts::chunks(scratch, CENSUS_WORDS), |t, mut w| {
                 let lo = (t * grain).min(n);
                 let mut c = Census::EMPTY;
-                c.add_all(slots, lo..(lo + grain).min(n));
+                c.add_all(slots, lo..(lo + grain).min(n), domain);
                 c.store(w.slice());
             });
             for w in coords.chunks(CENSUS_WORDS).take(tasks) {
                 census.merge(&Census::load(w));
             }
         } else {
-            census.add_all(slots, 0..n);
+            census.add_all(slots, 0..n, domain);
         }
-        let frame = census.fit(dim, n, self.starts.as_ref().len())?;
+        let frame = census.fit(dim, n, self.starts.as_ref().len(), &periodic_axes(domain))?;
         let total = frame.total();
         let starts = self.starts.as_mut().get_mut(..total)?;
 
@@ -136,7 +137,10 @@ where
                 // The cells in dense order, counted per owner; then placed.
                 count.fill(0);
                 for (d, k) in mine.iter().zip(dense.iter_mut()) {
-                    let b = slots.get(d.id() as usize).map_or(B::ZERO, BruteSlot::aabb);
+                    let b = image0(
+                        domain,
+                        slots.get(d.id() as usize).map_or(B::ZERO, BruteSlot::aabb),
+                    );
                     *k = if edge_class(b.longest_edge()) > frame.large_above {
                         LARGE
                     } else {
@@ -265,10 +269,10 @@ where
                     e.slice(),
                     f.slice(),
                 ];
-                gather(slots, piece, &mut planes);
+                gather(slots, piece, &mut planes, domain);
             },
         );
-        self.cell = 1.0 / frame.inv;
+        self.cell = frame.cell;
         Some((frame, grid_boxes))
     }
 
@@ -304,7 +308,7 @@ where
             let Some(sink) = sinks.first_mut() else {
                 return Ok(());
             };
-            return self.boxes.for_each_overlap(|a, b| f(sink, a, b));
+            return self.all_pairs(|a, b| f(sink, a, b));
         };
         let (planes, ends) = self.view(&frame);
         let ((grid, _), (_, large_grain)) = sweep_tasks(n);
