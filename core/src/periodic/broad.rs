@@ -174,12 +174,7 @@ impl<P: Point> PeriodicBox<P> {
         for k in 0..P::DIM {
             let (a, z) = (lo.coord(k), hi.coord(k));
             let (m, mx) = if self.is_periodic_axis(k) {
-                let m = self.wrap_coord(k, a);
-                let mx = if m.to_bits() == a.to_bits() {
-                    z
-                } else {
-                    (z + (m - a)).max(m)
-                };
+                let (m, mx) = self.wrap_interval(k, a, z);
                 let l = self.lengths().coord(k);
                 let half = l * 0.5;
                 let axis = k as u8;
@@ -210,6 +205,23 @@ impl<P: Point> PeriodicBox<P> {
         }
         let image = P::Aabb::try_new(P::from_fn(|k| min[k]), P::from_fn(|k| max[k]))?;
         Ok((image, crossing))
+    }
+
+    /// Image 0's interval along periodic axis `k` of a box's interval
+    /// `[a, z]` there: the lower corner wrapped
+    /// ([`wrap_coord`](Self::wrap_coord)), the upper one translated by the
+    /// same float difference (kept bit for bit when the lower one is
+    /// inside), never below the lower one. What
+    /// [`wrap_box`](Self::wrap_box) computes, without its checks.
+    #[inline(always)]
+    pub(crate) fn wrap_interval(&self, k: usize, a: f32, z: f32) -> (f32, f32) {
+        let m = self.wrap_coord(k, a);
+        let mx = if m.to_bits() == a.to_bits() {
+            z
+        } else {
+            (z + (m - a)).max(m)
+        };
+        (m, mx)
     }
 
     /// The crossing mask of a valid box `b` that is its own image 0 — along

@@ -272,6 +272,53 @@ fn differential_2d() {
     differential::<Aabb2>(300, 12);
 }
 
+/// The native periodic grid past the size where its parallel form sorts
+/// in tasks (`par_prepare`, 1 024 boxes): every box scenario at 3 000
+/// boxes, periodic along x and along every axis, pairs on 1, 2 and 3
+/// workers against the periodic model, after an insert and after a move.
+fn native_grid_in_tasks<B: TestBox>(seed: u64) {
+    let n = 3000;
+    for mut sc in box_scenarios::<B>(n, seed) {
+        for &mask in &[0b001u8, 0b111] {
+            let domain = domain_for(&sc, mask);
+            let name = format!("{} native periodic grid mask {mask:#b}", sc.name);
+            let mut g = native_grid::<B>(domain, n);
+            let mut o = PeriodicOracle::<B>::new(domain, n);
+            for (i, b) in sc.boxes.iter().enumerate() {
+                g.insert(i as u32, *b).unwrap();
+                o.slots[i] = Some((*b, images(&domain, b).unwrap()));
+            }
+            for round in 0..2 {
+                let want = o.pairs().unwrap();
+                for workers in [1, 2, 3] {
+                    let exec = HostExec::new(workers);
+                    let mut sinks = vec![Padded(Vec::new()); g.overlap_tasks()];
+                    g.par_for_each_overlap(&exec, &mut sinks, |s, a, b| s.push((a, b)))
+                        .unwrap();
+                    let raw: Vec<(u32, u32)> = sinks.into_iter().flat_map(|s| s.0).collect();
+                    check_pairs(&raw, &want)
+                        .unwrap_or_else(|e| panic!("{name} round {round} {workers}: {e}"));
+                }
+                sc.step();
+                g.update_all(&sc.boxes).unwrap();
+                for (i, b) in sc.boxes.iter().enumerate() {
+                    o.slots[i] = Some((*b, images(&domain, b).unwrap()));
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn native_grid_in_tasks_3d() {
+    native_grid_in_tasks::<Aabb3>(21);
+}
+
+#[test]
+fn native_grid_in_tasks_2d() {
+    native_grid_in_tasks::<Aabb2>(22);
+}
+
 #[test]
 fn construction_checks_the_inner_capacity() {
     let domain = periodic_model::domain::<spatium::Vec3>(0b111);

@@ -88,14 +88,14 @@ where
             exec.run(tasks, Parts::chunks(scratch, CENSUS_WORDS), |t, mut w| {
                 let lo = (t * grain).min(n);
                 let mut c = Census::EMPTY;
-                c.add_all(slots, lo..(lo + grain).min(n), domain);
+                c.add_all(slots, lo..(lo + grain).min(n));
                 c.store(w.slice());
             });
             for w in coords.chunks(CENSUS_WORDS).take(tasks) {
                 census.merge(&Census::load(w));
             }
         } else {
-            census.add_all(slots, 0..n, domain);
+            census.add_all(slots, 0..n);
         }
         let frame = census.fit(dim, n, self.starts.as_ref().len(), &periodic_axes(domain))?;
         let total = frame.total();
@@ -137,14 +137,11 @@ where
                 // The cells in dense order, counted per owner; then placed.
                 count.fill(0);
                 for (d, k) in mine.iter().zip(dense.iter_mut()) {
-                    let b = image0(
-                        domain,
-                        slots.get(d.id() as usize).map_or(B::ZERO, BruteSlot::aabb),
-                    );
+                    let b = slots.get(d.id() as usize).map_or(B::ZERO, BruteSlot::aabb);
                     *k = if edge_class(b.longest_edge()) > frame.large_above {
                         LARGE
                     } else {
-                        frame.cell(b.min()) as u32
+                        frame.cell(wrapped_min(domain, &b)) as u32
                     };
                     if let Some(c) = count.get_mut(owner(*k)) {
                         *c += 1;
