@@ -871,8 +871,24 @@ impl BoxPlanes<'_> {
     /// overlapping the box `q` (closed intervals, as
     /// [`BoundingBox::overlaps`]), eight candidates at a time.
     #[inline(always)]
-    fn test<F: FnMut(u32, u32)>(&self, dim: usize, q: &Probe, (r0, r1): (usize, usize), f: &mut F) {
-        let (lo, hi, a) = (&q.lo, &q.hi, q.id);
+    fn test<F: FnMut(u32, u32)>(&self, dim: usize, q: &Probe, r: (usize, usize), f: &mut F) {
+        let (lo, hi) = (&q.lo, &q.hi);
+        self.test_by(dim, q.id, r, |d, b0, b1| (lo[d] <= b1) & (b0 <= hi[d]), f);
+    }
+
+    /// Calls `f(a, b)` for every box `b` at sorted positions `r0..r1` whose
+    /// interval `[b0, b1]` along every axis `d` passes `meets(d, b0, b1)`,
+    /// eight candidates at a time (the kernel of [`test`](Self::test) and
+    /// [`test_faces`](Self::test_faces)).
+    #[inline(always)]
+    fn test_by<F: FnMut(u32, u32), M: Fn(usize, f32, f32) -> bool>(
+        &self,
+        dim: usize,
+        a: u32,
+        (r0, r1): (usize, usize),
+        meets: M,
+        f: &mut F,
+    ) {
         let mut j = r0;
         while j < r1 {
             let valid = (r1 - j).min(LANES);
@@ -887,10 +903,9 @@ impl BoxPlanes<'_> {
             );
             if let (Some(x0), Some(x1), Some(y0), Some(y1), Some(z0), Some(z1)) = lanes {
                 for l in 0..LANES {
-                    let mut hit = (lo[0] <= x1[l]) & (x0[l] <= hi[0]);
-                    hit &= (lo[1] <= y1[l]) & (y0[l] <= hi[1]);
+                    let mut hit = meets(0, x0[l], x1[l]) & meets(1, y0[l], y1[l]);
                     if dim == 3 {
-                        hit &= (lo[2] <= z1[l]) & (z0[l] <= hi[2]);
+                        hit &= meets(2, z0[l], z1[l]);
                     }
                     mask |= u32::from(hit) << l;
                 }
@@ -904,7 +919,7 @@ impl BoxPlanes<'_> {
                         let (Some(&b0), Some(&b1)) = (self.lo[d].get(k), self.hi[d].get(k)) else {
                             return;
                         };
-                        hit &= (lo[d] <= b1) & (b0 <= hi[d]);
+                        hit &= meets(d, b0, b1);
                     }
                     mask |= u32::from(hit) << l;
                 }
@@ -1115,52 +1130,10 @@ impl BoxPlanes<'_> {
                 floor[a] = frame.top[a];
             }
         }
-        let mut j = r0;
-        while j < r1 {
-            let valid = (r1 - j).min(LANES);
-            let mut mask = 0u32;
-            let lanes = (
-                self.lo[0].get(j..j + LANES),
-                self.hi[0].get(j..j + LANES),
-                self.lo[1].get(j..j + LANES),
-                self.hi[1].get(j..j + LANES),
-                self.lo[2].get(j..j + LANES),
-                self.hi[2].get(j..j + LANES),
-            );
-            let meets = |d: usize, b0: f32, b1: f32| {
-                (ql[d] <= b1 - sb[d]) & (b0 - sb[d] <= qh[d]) & (b1 >= floor[d])
-            };
-            if let (Some(x0), Some(x1), Some(y0), Some(y1), Some(z0), Some(z1)) = lanes {
-                for l in 0..LANES {
-                    let mut hit = meets(0, x0[l], x1[l]) & meets(1, y0[l], y1[l]);
-                    if dim == 3 {
-                        hit &= meets(2, z0[l], z1[l]);
-                    }
-                    mask |= u32::from(hit) << l;
-                }
-                mask &= (1u32 << valid) - 1;
-            } else {
-                for l in 0..valid {
-                    let k = j + l;
-                    let mut hit = true;
-                    for d in 0..dim {
-                        let (Some(&b0), Some(&b1)) = (self.lo[d].get(k), self.hi[d].get(k)) else {
-                            return;
-                        };
-                        hit &= meets(d, b0, b1);
-                    }
-                    mask |= u32::from(hit) << l;
-                }
-            }
-            while mask != 0 {
-                let l = mask.trailing_zeros() as usize;
-                mask &= mask - 1;
-                if let Some(&b) = self.ids.get(j + l) {
-                    f(q.id, b);
-                }
-            }
-            j += LANES;
-        }
+        let meets = |d: usize, b0: f32, b1: f32| {
+            (ql[d] <= b1 - sb[d]) & (b0 - sb[d] <= qh[d]) & (b1 >= floor[d])
+        };
+        self.test_by(dim, q.id, (r0, r1), meets, f);
     }
 }
 
